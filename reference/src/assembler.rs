@@ -1,0 +1,149 @@
+//! Envelope assembly: whole envelopes from self-contained frames, and one envelope from each
+//! non-self-contained sequence (RECV-4..RECV-10, RECV-12, ENV-3).
+//!
+//! Envelopes of a self-contained frame are borrowed from the frame's content; only a sequence is
+//! copied, into a buffer sized once its header gives the length, after that length is checked
+//! against the configured maximum (RECV-12), so memory stays bounded by that maximum.
+
+use crate::envelope::{Envelope, EnvelopeHeader, ENVELOPE_HEADER_LEN};
+use crate::error::{ErrorKind, FramingError, Part};
+use crate::frame_decoder::Frame;
+
+/// Default maximum envelope body: 256 MiB, Cassandra's hard ceiling for a native message.
+pub const DEFAULT_MAX_ENVELOPE_BODY: u32 = 256 << 20;
+
+/// Turns frame contents into envelopes.
+#[derive(Debug)]
+pub struct EnvelopeAssembler {
+    max_body: u32,
+    sequence: Option<Sequence>,
+}
+
+/// A non-self-contained sequence in progress.
+#[derive(Debug)]
+struct Sequence {
+    /// Offset of the sequence's first frame.
+    offset: u64,
+    bytes: Vec<u8>,
+    /// Header plus body length, once the header is in.
+    total: Option<usize>,
+}
+
+impl EnvelopeAssembler {
+    pub fn new(max_body: u32) -> Self {
+        EnvelopeAssembler { max_body, sequence: None }
+    }
+
+    /// Whether a non-self-contained sequence is incomplete.
+    pub fn in_sequence(&self) -> bool {
+        self.sequence.is_some()
+    }
+
+    /// Takes one verified frame; calls `emit` for each envelope it completes, in order (RECV-13).
+    pub fn push(
+        &mut self,
+        frame: &Frame<'_>,
+        emit: &mut dyn FnMut(Envelope<'_>) -> Result<(), FramingError>,
+    ) -> Result<(), FramingError> {
+        let fail = |kind| FramingError::new(kind, frame.offset);
+        if frame.header.self_contained {
+            if self.sequence.is_some() {
+                return Err(fail(ErrorKind::SequenceInterrupted));
+            }
+            return self.split_self_contained(frame, emit);
+        }
+        if frame.content.is_empty() {
+            return Err(fail(ErrorKind::EmptyContinuation));
+        }
+        let seq = self.sequence.get_or_insert_with(|| Sequence {
+            offset: frame.offset,
+            bytes: Vec::new(),
+            total: None,
+        });
+        let mut content = frame.content;
+        if seq.total.is_none() {
+            let take = (ENVELOPE_HEADER_LEN - seq.bytes.len()).min(content.len());
+            seq.bytes.extend_from_slice(&content[..take]);
+            content = &content[take..];
+            if seq.bytes.len() == ENVELOPE_HEADER_LEN {
+                let header = parse_header(&seq.bytes);
+                let body = checked_body_len(&header, self.max_body).map_err(fail)?;
+                seq.total = Some(ENVELOPE_HEADER_LEN + body);
+                seq.bytes.reserve_exact(body);
+            }
+        }
+        if let Some(total) = seq.total {
+            let room = total - seq.bytes.len();
+            if content.len() > room {
+                return Err(fail(ErrorKind::SequenceOvershoot {
+                    excess: (content.len() - room) as u64,
+                }));
+            }
+            seq.bytes.extend_from_slice(content);
+            if seq.bytes.len() == total {
+                let seq = self.sequence.take().expect("sequence in progress");
+                let header = parse_header(&seq.bytes);
+                emit(Envelope { header, body: &seq.bytes[ENVELOPE_HEADER_LEN..] })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Declares the end of the stream: an incomplete sequence is an error (RECV-9).
+    pub fn finish(&mut self) -> Result<(), FramingError> {
+        match self.sequence.take() {
+            None => Ok(()),
+            Some(seq) => {
+                let missing = seq.total.unwrap_or(ENVELOPE_HEADER_LEN) - seq.bytes.len();
+                Err(FramingError::new(
+                    ErrorKind::Truncated { part: Part::Sequence, missing: missing as u64 },
+                    seq.offset,
+                ))
+            }
+        }
+    }
+
+    /// SEND-2 / RECV-5: a self-contained frame holds whole envelopes only.
+    fn split_self_contained(
+        &self,
+        frame: &Frame<'_>,
+        emit: &mut dyn FnMut(Envelope<'_>) -> Result<(), FramingError>,
+    ) -> Result<(), FramingError> {
+        let fail = |kind| FramingError::new(kind, frame.offset);
+        let mut rest = frame.content;
+        while !rest.is_empty() {
+            let partial = |needed: usize| ErrorKind::PartialEnvelope {
+                needed: needed as u64,
+                available: rest.len() as u64,
+            };
+            if rest.len() < ENVELOPE_HEADER_LEN {
+                return Err(fail(partial(ENVELOPE_HEADER_LEN)));
+            }
+            let header = parse_header(rest);
+            let body = checked_body_len(&header, self.max_body).map_err(fail)?;
+            let total = ENVELOPE_HEADER_LEN + body;
+            if rest.len() < total {
+                return Err(fail(partial(total)));
+            }
+            emit(Envelope { header, body: &rest[ENVELOPE_HEADER_LEN..total] })?;
+            rest = &rest[total..];
+        }
+        Ok(())
+    }
+}
+
+fn parse_header(bytes: &[u8]) -> EnvelopeHeader {
+    let mut h = [0u8; ENVELOPE_HEADER_LEN];
+    h.copy_from_slice(&bytes[..ENVELOPE_HEADER_LEN]);
+    EnvelopeHeader::parse(&h)
+}
+
+/// The body length of `header` if it is valid (ENV-3) and within `max_body` (RECV-12).
+pub fn checked_body_len(header: &EnvelopeHeader, max_body: u32) -> Result<usize, ErrorKind> {
+    let length = u32::try_from(header.length)
+        .map_err(|_| ErrorKind::NegativeEnvelopeLength { length: header.length })?;
+    if length > max_body {
+        return Err(ErrorKind::EnvelopeTooLarge { length, max: max_body });
+    }
+    Ok(length as usize)
+}

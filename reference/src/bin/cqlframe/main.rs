@@ -1,0 +1,57 @@
+//! `cqlframe`: the reference implementation's command line.
+//!
+//! Exit codes: 0 success; 1 the input breaks a framing rule (the error names it); 2 usage error;
+//! 3 input/output error.
+
+mod crc;
+mod decode;
+mod encode;
+mod input;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "cqlframe", version, about = "Reference tools for CQL native protocol framing (v5, v6-beta, CRC32C)")]
+#[command(after_help = "Exit codes: 0 success, 1 the input breaks a framing rule, 2 usage error, 3 I/O error.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Crc(crc::Args),
+    Decode(decode::Args),
+    Encode(encode::Args),
+}
+
+/// Why a command failed, mapped to the documented exit codes.
+pub enum Failure {
+    /// The input breaks a rule; already reported.
+    Rule,
+    Io(String),
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        Failure::Io(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Crc(args) => crc::run(args),
+        Command::Decode(args) => decode::run(args),
+        Command::Encode(args) => encode::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Rule) => ExitCode::from(1),
+        Err(Failure::Io(message)) => {
+            eprintln!("cqlframe: {message}");
+            ExitCode::from(3)
+        }
+    }
+}

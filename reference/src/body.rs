@@ -1,0 +1,117 @@
+//! The few CQL body encodings the handshake needs: [string map] (STARTUP), [string multimap]
+//! (SUPPORTED) and the code and message of ERROR (native protocol section 3).
+
+use thiserror::Error;
+
+#[derive(Debug, Error, PartialEq, Eq)]
+#[error("malformed CQL body: {0}")]
+pub struct BodyError(&'static str);
+
+/// Reads CQL primitives from a body, front to back.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], BodyError> {
+        if self.0.len() < n {
+            return Err(BodyError("body ends inside a value"));
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+
+    fn short(&mut self) -> Result<u16, BodyError> {
+        let b = self.take(2)?;
+        Ok(u16::from_be_bytes([b[0], b[1]]))
+    }
+
+    fn int(&mut self) -> Result<i32, BodyError> {
+        let b = self.take(4)?;
+        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn string(&mut self) -> Result<String, BodyError> {
+        let n = self.short()? as usize;
+        let bytes = self.take(n)?;
+        String::from_utf8(bytes.to_vec()).map_err(|_| BodyError("string is not UTF-8"))
+    }
+}
+
+/// Parses a [string map], keeping the order of the body.
+pub fn read_string_map(body: &[u8]) -> Result<Vec<(String, String)>, BodyError> {
+    let mut r = Reader(body);
+    (0..r.short()?).map(|_| Ok((r.string()?, r.string()?))).collect()
+}
+
+/// Parses a [string multimap].
+pub fn read_string_multimap(body: &[u8]) -> Result<Vec<(String, Vec<String>)>, BodyError> {
+    let mut r = Reader(body);
+    (0..r.short()?)
+        .map(|_| {
+            let key = r.string()?;
+            let values = (0..r.short()?).map(|_| r.string()).collect::<Result<_, _>>()?;
+            Ok((key, values))
+        })
+        .collect()
+}
+
+/// Parses the code and message that start an ERROR body.
+pub fn read_error(body: &[u8]) -> Result<(i32, String), BodyError> {
+    let mut r = Reader(body);
+    Ok((r.int()?, r.string()?))
+}
+
+fn write_string(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u16).to_be_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Encodes a [string map].
+pub fn string_map<K: AsRef<str>, V: AsRef<str>>(entries: &[(K, V)]) -> Vec<u8> {
+    let mut out = (entries.len() as u16).to_be_bytes().to_vec();
+    for (k, v) in entries {
+        write_string(&mut out, k.as_ref());
+        write_string(&mut out, v.as_ref());
+    }
+    out
+}
+
+/// Encodes a [string multimap].
+pub fn string_multimap<K: AsRef<str>, V: AsRef<str>>(entries: &[(K, Vec<V>)]) -> Vec<u8> {
+    let mut out = (entries.len() as u16).to_be_bytes().to_vec();
+    for (k, values) in entries {
+        write_string(&mut out, k.as_ref());
+        out.extend_from_slice(&(values.len() as u16).to_be_bytes());
+        for v in values {
+            write_string(&mut out, v.as_ref());
+        }
+    }
+    out
+}
+
+/// Encodes an ERROR body with `code` and `message`.
+pub fn error(code: i32, message: &str) -> Vec<u8> {
+    let mut out = code.to_be_bytes().to_vec();
+    write_string(&mut out, message);
+    out
+}
+
+/// ERROR code of a protocol violation.
+pub const PROTOCOL_ERROR: i32 = 0x000A;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_round_trip() {
+        let map = [("CQL_VERSION", "3.0.0"), ("COMPRESSION", "lz4")];
+        let parsed = read_string_map(&string_map(&map)).unwrap();
+        assert_eq!(parsed, map.map(|(k, v)| (k.to_string(), v.to_string())));
+        let multi = [("FRAME_CHECKSUMS", vec!["crc32", "crc32c"])];
+        let parsed = read_string_multimap(&string_multimap(&multi)).unwrap();
+        assert_eq!(parsed[0].1, ["crc32", "crc32c"]);
+        assert_eq!(read_error(&error(PROTOCOL_ERROR, "bad")).unwrap(), (10, "bad".into()));
+        assert!(read_string_map(&[0, 1, 0, 5, b'a']).is_err());
+    }
+}

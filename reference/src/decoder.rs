@@ -1,0 +1,58 @@
+//! The receiving side of a framed connection: frames, then envelopes, as events.
+
+use crate::assembler::EnvelopeAssembler;
+use crate::envelope::Envelope;
+use crate::error::FramingError;
+use crate::format::FrameSettings;
+use crate::frame_decoder::{Frame, FrameDecoder};
+
+/// What the decoder reports, in stream order: each frame, then the envelopes it completes.
+#[derive(Clone, Copy, Debug)]
+pub enum Event<'a> {
+    Frame(&'a Frame<'a>),
+    Envelope(Envelope<'a>),
+}
+
+/// Frame decoding and envelope assembly together: bytes in, events out.
+#[derive(Debug)]
+pub struct Decoder {
+    frames: FrameDecoder,
+    envelopes: EnvelopeAssembler,
+}
+
+impl Decoder {
+    pub fn new(settings: FrameSettings, max_envelope_body: u32) -> Self {
+        Self::starting_at(settings, max_envelope_body, 0)
+    }
+
+    /// A decoder whose first frame is at stream offset `offset`.
+    pub fn starting_at(settings: FrameSettings, max_envelope_body: u32, offset: u64) -> Self {
+        Decoder {
+            frames: FrameDecoder::starting_at(settings, offset),
+            envelopes: EnvelopeAssembler::new(max_envelope_body),
+        }
+    }
+
+    pub fn settings(&self) -> FrameSettings {
+        self.frames.settings()
+    }
+
+    /// Feeds bytes in any chunking; the events are the same for every chunking.
+    pub fn decode(
+        &mut self,
+        input: &[u8],
+        on_event: &mut dyn FnMut(Event<'_>) -> Result<(), FramingError>,
+    ) -> Result<(), FramingError> {
+        let envelopes = &mut self.envelopes;
+        self.frames.decode(input, &mut |frame| {
+            on_event(Event::Frame(&frame))?;
+            envelopes.push(&frame, &mut |envelope| on_event(Event::Envelope(envelope)))
+        })
+    }
+
+    /// Declares the end of the stream: a frame or sequence left incomplete is an error (RECV-9).
+    pub fn finish(&mut self) -> Result<(), FramingError> {
+        self.frames.finish()?;
+        self.envelopes.finish()
+    }
+}

@@ -1,0 +1,133 @@
+//! The sending side: envelopes packed into frames, split into sequences when they do not fit.
+
+use crate::format::{FrameSettings, Format, MAX_PAYLOAD};
+use crate::header::FrameHeader;
+use thiserror::Error;
+
+/// How a sender sizes frames (SEND-3, SEND-4, SEND-7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SplitPolicy {
+    /// Most content bytes per frame, when packing and when splitting.
+    pub capacity: usize,
+    /// Envelopes of this many bytes or more go into a non-self-contained sequence.
+    pub split_at: usize,
+}
+
+impl SplitPolicy {
+    /// What the Java, Python and Go drivers do: split only what exceeds 131071 bytes.
+    pub const DRIVERS: SplitPolicy = SplitPolicy { capacity: MAX_PAYLOAD, split_at: MAX_PAYLOAD + 1 };
+    /// What Cassandra's server does: split envelopes of 131060 bytes or more into 131060-byte pieces.
+    pub const SERVER: SplitPolicy = SplitPolicy { capacity: 131_060, split_at: 131_060 };
+
+    /// A policy with pieces of `capacity` bytes, splitting what does not fit (1..=131071).
+    pub fn with_capacity(capacity: usize) -> Result<Self, EncodeError> {
+        if capacity == 0 || capacity > MAX_PAYLOAD {
+            return Err(EncodeError::Capacity(capacity));
+        }
+        Ok(SplitPolicy { capacity, split_at: capacity + 1 })
+    }
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum EncodeError {
+    #[error("frame content of {0} bytes exceeds 131071 (SEND-1)")]
+    ContentTooLong(usize),
+    #[error("split capacity {0} is outside 1..=131071")]
+    Capacity(usize),
+}
+
+/// Writes frames of one connection's settings.
+#[derive(Debug)]
+pub struct FrameEncoder {
+    settings: FrameSettings,
+    policy: SplitPolicy,
+    /// Packed content of the frame being filled.
+    batch: Vec<u8>,
+    /// LZ4 compression output, reused.
+    compressed: Vec<u8>,
+}
+
+impl FrameEncoder {
+    pub fn new(settings: FrameSettings, policy: SplitPolicy) -> Self {
+        FrameEncoder { settings, policy, batch: Vec::new(), compressed: Vec::new() }
+    }
+
+    pub fn settings(&self) -> FrameSettings {
+        self.settings
+    }
+
+    /// Appends one frame carrying `content` to `out` and returns its header. LZ4 frames are
+    /// stored rather than compressed when compression does not shrink them (LZ4-3).
+    pub fn write_frame(
+        &mut self,
+        content: &[u8],
+        self_contained: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<FrameHeader, EncodeError> {
+        if content.len() > MAX_PAYLOAD {
+            return Err(EncodeError::ContentTooLong(content.len()));
+        }
+        let bit = self.settings.checksum_bit();
+        let (header, payload) = match self.settings.format {
+            Format::Uncompressed => {
+                (FrameHeader::new(Format::Uncompressed, content.len() as u32, 0, self_contained, bit), content)
+            }
+            Format::Lz4 => {
+                self.compressed.resize(lz4_flex::block::get_maximum_output_size(content.len()), 0);
+                let n = lz4_flex::block::compress_into(content, &mut self.compressed)
+                    .expect("output sized by get_maximum_output_size");
+                if n < content.len() {
+                    let h = FrameHeader::new(Format::Lz4, n as u32, content.len() as u32, self_contained, bit);
+                    (h, &self.compressed[..n])
+                } else {
+                    (FrameHeader::new(Format::Lz4, content.len() as u32, 0, self_contained, bit), content)
+                }
+            }
+        };
+        write_raw(&header, payload, self.settings.checksum.compute(payload), out);
+        Ok(header)
+    }
+
+    /// Appends frames carrying `envelopes` (each a whole envelope's bytes): envelopes are packed
+    /// into self-contained frames up to the capacity (SEND-2, SEND-7); an envelope at or over the
+    /// policy's split size becomes a non-self-contained sequence of its own (SEND-3).
+    pub fn write_envelopes<'e>(
+        &mut self,
+        envelopes: impl IntoIterator<Item = &'e [u8]>,
+        out: &mut Vec<u8>,
+    ) {
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.clear();
+        for envelope in envelopes {
+            if envelope.len() >= self.policy.split_at {
+                self.flush(&mut batch, out);
+                for piece in envelope.chunks(self.policy.capacity) {
+                    self.write_frame(piece, false, out).expect("piece within capacity");
+                }
+            } else {
+                if batch.len() + envelope.len() > self.policy.capacity {
+                    self.flush(&mut batch, out);
+                }
+                batch.extend_from_slice(envelope);
+            }
+        }
+        self.flush(&mut batch, out);
+        self.batch = batch;
+    }
+
+    fn flush(&mut self, batch: &mut Vec<u8>, out: &mut Vec<u8>) {
+        if !batch.is_empty() {
+            self.write_frame(batch, true, out).expect("batch within capacity");
+            batch.clear();
+        }
+    }
+}
+
+/// Appends a frame made of exactly these parts: `header` as given (its stored CRC24 included),
+/// `payload`, and `trailer` as the payload checksum. Test-vector and fault-injection builders
+/// use this to write frames that break rules on purpose.
+pub fn write_raw(header: &FrameHeader, payload: &[u8], trailer: u32, out: &mut Vec<u8>) {
+    header.write(out);
+    out.extend_from_slice(payload);
+    out.extend_from_slice(&trailer.to_le_bytes());
+}
