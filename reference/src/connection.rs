@@ -244,7 +244,7 @@ impl Connection {
             if let Some(encoder) = &mut self.encoder {
                 encoder.write_envelopes([bytes], out);
             } else {
-                self.before_unframed_sent(&envelope)?;
+                self.before_unframed_sent()?;
                 out.extend_from_slice(bytes);
                 self.after_unframed_sent(&envelope);
             }
@@ -258,11 +258,7 @@ impl Connection {
         if self.role != Role::Server || !matches!(self.phase, Phase::AwaitingResponse(_)) || self.unframed.is_empty() {
             return Ok(());
         }
-        let opcode = match self.unframed.get(4) {
-            Some(&code) => crate::envelope::opcode_name(code),
-            None => "bytes".into(),
-        };
-        Err(FramingError::new(ErrorKind::SentBeforeStartupResponse { opcode }, self.received))
+        Err(FramingError::new(ErrorKind::SentBeforeStartupResponse, self.received))
     }
 
     /// The length of the whole envelope at the front of `unframed`, once it has arrived.
@@ -321,10 +317,9 @@ impl Connection {
         Ok(())
     }
 
-    fn before_unframed_sent(&self, envelope: &Envelope<'_>) -> Result<(), FramingError> {
+    fn before_unframed_sent(&self) -> Result<(), FramingError> {
         if let (Role::Client, Phase::AwaitingResponse(_)) = (self.role, &self.phase) {
-            let opcode = crate::envelope::opcode_name(envelope.header.opcode);
-            return Err(FramingError::new(ErrorKind::SentBeforeStartupResponse { opcode }, self.sent));
+            return Err(FramingError::new(ErrorKind::SentBeforeStartupResponse, self.sent));
         }
         Ok(())
     }

@@ -83,6 +83,26 @@ pub fn envelope_bytes(version: u8, flags: u8, stream: i16, opcode: Opcode, body:
     Envelope { header, body }.to_bytes()
 }
 
+/// Cuts concatenated whole envelopes apart by their length fields.
+pub fn split_envelopes(mut bytes: &[u8]) -> Result<Vec<&[u8]>, &'static str> {
+    let mut out = Vec::new();
+    while !bytes.is_empty() {
+        let header: [u8; ENVELOPE_HEADER_LEN] = bytes
+            .get(..ENVELOPE_HEADER_LEN)
+            .and_then(|h| h.try_into().ok())
+            .ok_or("input ends inside an envelope header")?;
+        let length = usize::try_from(EnvelopeHeader::parse(&header).length)
+            .map_err(|_| "envelope with a negative length")?;
+        let total = ENVELOPE_HEADER_LEN + length;
+        if bytes.len() < total {
+            return Err("input ends inside an envelope body");
+        }
+        out.push(&bytes[..total]);
+        bytes = &bytes[total..];
+    }
+    Ok(out)
+}
+
 /// CQL opcodes (native protocol v4/v5 section 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]

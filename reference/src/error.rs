@@ -82,8 +82,8 @@ pub enum ErrorKind {
     MissingBetaFlag,
     #[error("unframed envelope version byte {found:#04x} is not a CQL version")]
     NotAnEnvelope { found: u8 },
-    #[error("client sent {opcode} before the STARTUP response")]
-    SentBeforeStartupResponse { opcode: String },
+    #[error("client sent bytes after STARTUP before the STARTUP response")]
+    SentBeforeStartupResponse,
     #[error("unsupported COMPRESSION {value:?}")]
     UnsupportedCompression { value: String },
     #[error("unsupported FRAME_CHECKSUM {value:?}")]
@@ -112,7 +112,7 @@ impl ErrorKind {
             ErrorKind::EnvelopeCompressionFlag => "ENV-4",
             ErrorKind::MissingBetaFlag => "ENV-5",
             ErrorKind::NotAnEnvelope { .. } => "LIFE-1",
-            ErrorKind::SentBeforeStartupResponse { .. } => "LIFE-6",
+            ErrorKind::SentBeforeStartupResponse => "LIFE-6",
             ErrorKind::UnsupportedCompression { .. } => "NEG-2",
             ErrorKind::UnsupportedChecksum { .. } => "NEG-6",
             ErrorKind::AfterError => "RECV-11",

@@ -24,6 +24,7 @@ pub mod format;
 pub mod frame_decoder;
 pub mod header;
 pub mod transcript;
+pub mod vectors;
 
 pub use error::{ErrorKind, FramingError};
 pub use format::{FrameSettings, Format};

@@ -4,7 +4,7 @@ use crate::input::{Input, Settings};
 use crate::Failure;
 use clap::Args as ClapArgs;
 use cqlframe::encoder::{FrameEncoder, SplitPolicy};
-use cqlframe::envelope::{EnvelopeHeader, ENVELOPE_HEADER_LEN};
+use cqlframe::envelope::split_envelopes;
 use std::io::Write;
 
 /// Frame a run of whole envelopes (their bytes back to back); write the frames.
@@ -25,7 +25,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<(), Failure> {
     let bytes = args.input.read()?;
-    let envelopes = split_envelopes(&bytes).map_err(Failure::Io)?;
+    let envelopes = split_envelopes(&bytes).map_err(|e| Failure::Io(e.to_string()))?;
     let policy = if args.server_split { SplitPolicy::SERVER } else { SplitPolicy::DRIVERS };
     let mut out = Vec::new();
     FrameEncoder::new(args.settings.get(), policy).write_envelopes(envelopes, &mut out);
@@ -35,24 +35,4 @@ pub fn run(args: Args) -> Result<(), Failure> {
         std::io::stdout().write_all(&out)?;
     }
     Ok(())
-}
-
-/// Cuts concatenated envelopes apart by their length fields.
-fn split_envelopes(mut bytes: &[u8]) -> Result<Vec<&[u8]>, String> {
-    let mut out = Vec::new();
-    while !bytes.is_empty() {
-        let header: [u8; ENVELOPE_HEADER_LEN] = bytes
-            .get(..ENVELOPE_HEADER_LEN)
-            .and_then(|h| h.try_into().ok())
-            .ok_or("input ends inside an envelope header")?;
-        let length = usize::try_from(EnvelopeHeader::parse(&header).length)
-            .map_err(|_| "envelope with a negative length")?;
-        let total = ENVELOPE_HEADER_LEN + length;
-        if bytes.len() < total {
-            return Err("input ends inside an envelope body".into());
-        }
-        out.push(&bytes[..total]);
-        bytes = &bytes[total..];
-    }
-    Ok(out)
 }

@@ -7,6 +7,7 @@ mod crc;
 mod decode;
 mod encode;
 mod input;
+mod vectors;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -24,6 +25,8 @@ enum Command {
     Crc(crc::Args),
     Decode(decode::Args),
     Encode(encode::Args),
+    /// Golden test vectors: generate or verify.
+    Vectors(vectors::Args),
 }
 
 /// Why a command failed, mapped to the documented exit codes.
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         Command::Crc(args) => crc::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Encode(args) => encode::run(args),
+        Command::Vectors(args) => vectors::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
