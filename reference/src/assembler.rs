@@ -31,7 +31,10 @@ struct Sequence {
 
 impl EnvelopeAssembler {
     pub fn new(max_body: u32) -> Self {
-        EnvelopeAssembler { max_body, sequence: None }
+        EnvelopeAssembler {
+            max_body,
+            sequence: None,
+        }
     }
 
     /// Whether a non-self-contained sequence is incomplete.
@@ -83,7 +86,10 @@ impl EnvelopeAssembler {
             if seq.bytes.len() == total {
                 let seq = self.sequence.take().expect("sequence in progress");
                 let header = parse_header(&seq.bytes);
-                emit(Envelope { header, body: &seq.bytes[ENVELOPE_HEADER_LEN..] })?;
+                emit(Envelope {
+                    header,
+                    body: &seq.bytes[ENVELOPE_HEADER_LEN..],
+                })?;
             }
         }
         Ok(())
@@ -96,7 +102,10 @@ impl EnvelopeAssembler {
             Some(seq) => {
                 let missing = seq.total.unwrap_or(ENVELOPE_HEADER_LEN) - seq.bytes.len();
                 Err(FramingError::new(
-                    ErrorKind::Truncated { part: Part::Sequence, missing: missing as u64 },
+                    ErrorKind::Truncated {
+                        part: Part::Sequence,
+                        missing: missing as u64,
+                    },
                     seq.offset,
                 ))
             }
@@ -125,7 +134,10 @@ impl EnvelopeAssembler {
             if rest.len() < total {
                 return Err(fail(partial(total)));
             }
-            emit(Envelope { header, body: &rest[ENVELOPE_HEADER_LEN..total] })?;
+            emit(Envelope {
+                header,
+                body: &rest[ENVELOPE_HEADER_LEN..total],
+            })?;
             rest = &rest[total..];
         }
         Ok(())
@@ -140,10 +152,14 @@ fn parse_header(bytes: &[u8]) -> EnvelopeHeader {
 
 /// The body length of `header` if it is valid (ENV-3) and within `max_body` (RECV-12).
 pub fn checked_body_len(header: &EnvelopeHeader, max_body: u32) -> Result<usize, ErrorKind> {
-    let length = u32::try_from(header.length)
-        .map_err(|_| ErrorKind::NegativeEnvelopeLength { length: header.length })?;
+    let length = u32::try_from(header.length).map_err(|_| ErrorKind::NegativeEnvelopeLength {
+        length: header.length,
+    })?;
     if length > max_body {
-        return Err(ErrorKind::EnvelopeTooLarge { length, max: max_body });
+        return Err(ErrorKind::EnvelopeTooLarge {
+            length,
+            max: max_body,
+        });
     }
     Ok(length as usize)
 }

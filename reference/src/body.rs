@@ -40,7 +40,9 @@ impl<'a> Reader<'a> {
 /// Parses a [string map], keeping the order of the body.
 pub fn read_string_map(body: &[u8]) -> Result<Vec<(String, String)>, BodyError> {
     let mut r = Reader(body);
-    (0..r.short()?).map(|_| Ok((r.string()?, r.string()?))).collect()
+    (0..r.short()?)
+        .map(|_| Ok((r.string()?, r.string()?)))
+        .collect()
 }
 
 /// Parses a [string multimap].
@@ -49,7 +51,9 @@ pub fn read_string_multimap(body: &[u8]) -> Result<Vec<(String, Vec<String>)>, B
     (0..r.short()?)
         .map(|_| {
             let key = r.string()?;
-            let values = (0..r.short()?).map(|_| r.string()).collect::<Result<_, _>>()?;
+            let values = (0..r.short()?)
+                .map(|_| r.string())
+                .collect::<Result<_, _>>()?;
             Ok((key, values))
         })
         .collect()
@@ -111,7 +115,10 @@ mod tests {
         let multi = [("FRAME_CHECKSUMS", vec!["crc32", "crc32c"])];
         let parsed = read_string_multimap(&string_multimap(&multi)).unwrap();
         assert_eq!(parsed[0].1, ["crc32", "crc32c"]);
-        assert_eq!(read_error(&error(PROTOCOL_ERROR, "bad")).unwrap(), (10, "bad".into()));
+        assert_eq!(
+            read_error(&error(PROTOCOL_ERROR, "bad")).unwrap(),
+            (10, "bad".into())
+        );
         assert!(read_string_map(&[0, 1, 0, 5, b'a']).is_err());
     }
 }

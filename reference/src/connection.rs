@@ -3,6 +3,7 @@
 //! (NEG-1..NEG-8). Bytes received go in through [`Connection::receive`], envelopes to send
 //! through [`Connection::send`]; no sockets inside.
 
+use crate::assembler::checked_body_len;
 use crate::body;
 use crate::checksum::PayloadChecksum;
 use crate::decoder::{Decoder, Event};
@@ -12,9 +13,8 @@ use crate::envelope::{
     RESPONSE_BIT,
 };
 use crate::error::{ErrorKind, FramingError, Part};
-use crate::format::{parse_checksum, FrameSettings, Format};
+use crate::format::{parse_checksum, Format, FrameSettings};
 use crate::frame_decoder::Frame;
-use crate::assembler::checked_body_len;
 use serde::Serialize;
 
 /// Which end of the connection this is.
@@ -36,7 +36,10 @@ pub struct ServerOptions {
 
 impl Default for ServerOptions {
     fn default() -> Self {
-        ServerOptions { lz4: true, checksums: Some(vec![PayloadChecksum::Crc32, PayloadChecksum::Crc32c]) }
+        ServerOptions {
+            lz4: true,
+            checksums: Some(vec![PayloadChecksum::Crc32, PayloadChecksum::Crc32c]),
+        }
     }
 }
 
@@ -54,7 +57,10 @@ pub const FIRST_FRAMED_VERSION: u8 = 5;
 pub const BETA_VERSION: u8 = 6;
 
 fn option<'a>(options: &'a [(String, String)], key: &str) -> Option<&'a str> {
-    options.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v.as_str())
+    options
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+        .map(|(_, v)| v.as_str())
 }
 
 /// The server's decision on a STARTUP's options (NEG-1, NEG-2, NEG-5, NEG-6, NEG-7).
@@ -70,12 +76,18 @@ pub fn negotiate(
     match option(options, "COMPRESSION") {
         None => {}
         Some(v) if server.lz4 && v.eq_ignore_ascii_case("lz4") => settings.format = Format::Lz4,
-        Some(v) => return Err(ErrorKind::UnsupportedCompression { value: v.to_string() }),
+        Some(v) => {
+            return Err(ErrorKind::UnsupportedCompression {
+                value: v.to_string(),
+            })
+        }
     }
     if let (Some(accepted), Some(v)) = (&server.checksums, option(options, "FRAME_CHECKSUM")) {
         settings.checksum = parse_checksum(v)
             .filter(|c| accepted.contains(c))
-            .ok_or_else(|| ErrorKind::UnsupportedChecksum { value: v.to_string() })?;
+            .ok_or_else(|| ErrorKind::UnsupportedChecksum {
+                value: v.to_string(),
+            })?;
     }
     Ok(settings)
 }
@@ -96,11 +108,17 @@ pub fn requested(options: &[(String, String)]) -> FrameSettings {
 #[derive(Clone, Copy, Debug)]
 pub enum ConnectionEvent<'a> {
     /// An envelope received before the switch to framing, at stream offset `offset`.
-    Unframed { offset: u64, envelope: Envelope<'a> },
+    Unframed {
+        offset: u64,
+        envelope: Envelope<'a>,
+    },
     Frame(&'a Frame<'a>),
     Envelope(Envelope<'a>),
     /// Received bytes from `offset` on are framed with these settings.
-    Switched { offset: u64, negotiated: Negotiated },
+    Switched {
+        offset: u64,
+        negotiated: Negotiated,
+    },
 }
 
 /// The STARTUP of this connection.
@@ -161,7 +179,10 @@ impl Connection {
 
     /// A server connection accepting `options`.
     pub fn server(options: ServerOptions, max_body: u32, policy: SplitPolicy) -> Self {
-        Connection { server_options: options, ..Connection::new(Role::Server, max_body, policy) }
+        Connection {
+            server_options: options,
+            ..Connection::new(Role::Server, max_body, policy)
+        }
     }
 
     pub fn role(&self) -> Role {
@@ -202,7 +223,10 @@ impl Connection {
             self.after_unframed_received(&envelope, offset)?;
             if let Some(negotiated) = self.negotiated() {
                 let rest = std::mem::take(&mut self.unframed);
-                on_event(ConnectionEvent::Switched { offset: self.received, negotiated })?;
+                on_event(ConnectionEvent::Switched {
+                    offset: self.received,
+                    negotiated,
+                })?;
                 return self.receive(&rest, on_event);
             }
             self.check_not_pipelined()?;
@@ -218,10 +242,17 @@ impl Connection {
             None => {
                 let missing = match self.unframed.len() {
                     n if n < ENVELOPE_HEADER_LEN => ENVELOPE_HEADER_LEN - n,
-                    n => ENVELOPE_HEADER_LEN + envelope_from_header(&self.unframed).length.max(0) as usize - n,
+                    n => {
+                        ENVELOPE_HEADER_LEN
+                            + envelope_from_header(&self.unframed).length.max(0) as usize
+                            - n
+                    }
                 };
                 Err(FramingError::new(
-                    ErrorKind::Truncated { part: Part::Envelope, missing: missing as u64 },
+                    ErrorKind::Truncated {
+                        part: Part::Envelope,
+                        missing: missing as u64,
+                    },
                     self.received,
                 ))
             }
@@ -236,7 +267,10 @@ impl Connection {
         for &bytes in envelopes {
             if bytes.len() < ENVELOPE_HEADER_LEN {
                 return Err(FramingError::new(
-                    ErrorKind::Truncated { part: Part::Envelope, missing: (ENVELOPE_HEADER_LEN - bytes.len()) as u64 },
+                    ErrorKind::Truncated {
+                        part: Part::Envelope,
+                        missing: (ENVELOPE_HEADER_LEN - bytes.len()) as u64,
+                    },
                     self.sent,
                 ));
             }
@@ -253,12 +287,47 @@ impl Connection {
         Ok(())
     }
 
+    /// Server: the framed ERROR (PROTOCOL_ERROR, stream 0) that answers a framing error, naming
+    /// the rule and offset (ERR-1, ERR-3, ERR-4). Unframed before the switch. The caller sends it
+    /// and closes the connection.
+    pub fn error_response(&mut self, error: &FramingError) -> Vec<u8> {
+        let version = match (&self.phase, self.negotiated()) {
+            (_, Some(n)) => n.version,
+            (Phase::AwaitingResponse(startup), None) => startup.version,
+            _ => FIRST_FRAMED_VERSION,
+        };
+        let message = format!("{} ({} at byte {})", error.kind, error.rule(), error.offset);
+        let envelope = crate::envelope::envelope_bytes(
+            version | RESPONSE_BIT,
+            if version == BETA_VERSION {
+                FLAG_USE_BETA
+            } else {
+                0
+            },
+            0,
+            Opcode::Error,
+            &body::error(body::PROTOCOL_ERROR, &message),
+        );
+        let mut out = Vec::new();
+        match &mut self.encoder {
+            Some(encoder) => encoder.write_envelopes([envelope.as_slice()], &mut out),
+            None => out.extend_from_slice(&envelope),
+        }
+        out
+    }
+
     /// Server: nothing may arrive between STARTUP and the response to it (LIFE-6).
     fn check_not_pipelined(&self) -> Result<(), FramingError> {
-        if self.role != Role::Server || !matches!(self.phase, Phase::AwaitingResponse(_)) || self.unframed.is_empty() {
+        if self.role != Role::Server
+            || !matches!(self.phase, Phase::AwaitingResponse(_))
+            || self.unframed.is_empty()
+        {
             return Ok(());
         }
-        Err(FramingError::new(ErrorKind::SentBeforeStartupResponse, self.received))
+        Err(FramingError::new(
+            ErrorKind::SentBeforeStartupResponse,
+            self.received,
+        ))
     }
 
     /// The length of the whole envelope at the front of `unframed`, once it has arrived.
@@ -269,12 +338,18 @@ impl Connection {
         let header = envelope_from_header(&self.unframed);
         let fail = |kind| FramingError::new(kind, self.received);
         if !(3..=BETA_VERSION).contains(&header.protocol_version()) {
-            return Err(fail(ErrorKind::NotAnEnvelope { found: header.version }));
+            return Err(fail(ErrorKind::NotAnEnvelope {
+                found: header.version,
+            }));
         }
         let expect_response = self.role == Role::Client;
         if header.is_response() != expect_response {
-            let expected = header.protocol_version() | if expect_response { RESPONSE_BIT } else { 0 };
-            return Err(fail(ErrorKind::UnexpectedVersion { found: header.version, expected }));
+            let expected =
+                header.protocol_version() | if expect_response { RESPONSE_BIT } else { 0 };
+            return Err(fail(ErrorKind::UnexpectedVersion {
+                found: header.version,
+                expected,
+            }));
         }
         let body = checked_body_len(&header, self.max_body).map_err(fail)?;
         let total = ENVELOPE_HEADER_LEN + body;
@@ -283,7 +358,11 @@ impl Connection {
 
     /// Server: a STARTUP starts the wait for its response. Client: SUPPORTED is remembered, and
     /// the STARTUP response switches the connection (LIFE-5, LIFE-8).
-    fn after_unframed_received(&mut self, envelope: &Envelope<'_>, offset: u64) -> Result<(), FramingError> {
+    fn after_unframed_received(
+        &mut self,
+        envelope: &Envelope<'_>,
+        offset: u64,
+    ) -> Result<(), FramingError> {
         let h = envelope.header;
         match (self.role, &self.phase, Opcode::from_u8(h.opcode)) {
             (Role::Server, Phase::Handshake, Some(Opcode::Startup)) => {
@@ -309,8 +388,15 @@ impl Connection {
                     self.phase = Phase::Unframed;
                     return Ok(());
                 }
-                let settings = if op == Opcode::Error { FrameSettings::default() } else { requested(&startup.options) };
-                self.switch(Negotiated { version: startup.version, settings });
+                let settings = if op == Opcode::Error {
+                    FrameSettings::default()
+                } else {
+                    requested(&startup.options)
+                };
+                self.switch(Negotiated {
+                    version: startup.version,
+                    settings,
+                });
             }
             _ => {}
         }
@@ -319,7 +405,10 @@ impl Connection {
 
     fn before_unframed_sent(&self) -> Result<(), FramingError> {
         if let (Role::Client, Phase::AwaitingResponse(_)) = (self.role, &self.phase) {
-            return Err(FramingError::new(ErrorKind::SentBeforeStartupResponse, self.sent));
+            return Err(FramingError::new(
+                ErrorKind::SentBeforeStartupResponse,
+                self.sent,
+            ));
         }
         Ok(())
     }
@@ -328,16 +417,22 @@ impl Connection {
     fn after_unframed_sent(&mut self, envelope: &Envelope<'_>) {
         let h = envelope.header;
         match (self.role, &self.phase, Opcode::from_u8(h.opcode)) {
-            (Role::Client, Phase::Handshake, Some(Opcode::Startup)) => self.phase = self.startup_phase(envelope),
+            (Role::Client, Phase::Handshake, Some(Opcode::Startup)) => {
+                self.phase = self.startup_phase(envelope)
+            }
             (Role::Server, Phase::AwaitingResponse(startup), Some(op))
-                if h.stream == startup.stream && matches!(op, Opcode::Ready | Opcode::Authenticate | Opcode::Error) =>
+                if h.stream == startup.stream
+                    && matches!(op, Opcode::Ready | Opcode::Authenticate | Opcode::Error) =>
             {
                 let decided = negotiate(startup.version, &startup.options, &self.server_options);
                 let settings = match (op, decided) {
                     (Opcode::Error, _) | (_, Err(_)) => FrameSettings::default(),
                     (_, Ok(settings)) => settings,
                 };
-                let negotiated = Negotiated { version: startup.version, settings };
+                let negotiated = Negotiated {
+                    version: startup.version,
+                    settings,
+                };
                 self.switch(negotiated);
             }
             _ => {}
@@ -351,13 +446,21 @@ impl Connection {
             return Phase::Unframed;
         }
         let options = body::read_string_map(envelope.body).unwrap_or_default();
-        Phase::AwaitingResponse(Startup { stream: envelope.header.stream, version, options })
+        Phase::AwaitingResponse(Startup {
+            stream: envelope.header.stream,
+            version,
+            options,
+        })
     }
 
     fn switch(&mut self, negotiated: Negotiated) {
         self.phase = Phase::Framed(negotiated);
         self.encoder = Some(FrameEncoder::new(negotiated.settings, self.policy));
-        self.decoder = Some(Decoder::starting_at(negotiated.settings, self.max_body, self.received));
+        self.decoder = Some(Decoder::starting_at(
+            negotiated.settings,
+            self.max_body,
+            self.received,
+        ));
     }
 }
 
@@ -369,7 +472,12 @@ fn receive_framed(
     input: &[u8],
     on_event: &mut dyn FnMut(ConnectionEvent<'_>) -> Result<(), FramingError>,
 ) -> Result<(), FramingError> {
-    let expected = version | if role == Role::Client { RESPONSE_BIT } else { 0 };
+    let expected = version
+        | if role == Role::Client {
+            RESPONSE_BIT
+        } else {
+            0
+        };
     let mut frame_offset = 0;
     decoder.decode(input, &mut |event| match event {
         Event::Frame(frame) => {
@@ -380,7 +488,10 @@ fn receive_framed(
             let h = envelope.header;
             let fail = |kind| Err(FramingError::new(kind, frame_offset));
             if h.version != expected {
-                return fail(ErrorKind::UnexpectedVersion { found: h.version, expected });
+                return fail(ErrorKind::UnexpectedVersion {
+                    found: h.version,
+                    expected,
+                });
             }
             if h.flags & FLAG_COMPRESSION != 0 {
                 return fail(ErrorKind::EnvelopeCompressionFlag);
@@ -401,5 +512,8 @@ fn envelope_from_header(bytes: &[u8]) -> EnvelopeHeader {
 
 /// An envelope over `bytes`, which hold exactly one whole envelope.
 fn envelope_from(bytes: &[u8]) -> Envelope<'_> {
-    Envelope { header: envelope_from_header(bytes), body: &bytes[ENVELOPE_HEADER_LEN..] }
+    Envelope {
+        header: envelope_from_header(bytes),
+        body: &bytes[ENVELOPE_HEADER_LEN..],
+    }
 }

@@ -1,6 +1,7 @@
 //! The sending side: envelopes packed into frames, split into sequences when they do not fit.
 
-use crate::format::{FrameSettings, Format, MAX_PAYLOAD};
+use crate::envelope::ENVELOPE_HEADER_LEN;
+use crate::format::{Format, FrameSettings, MAX_PAYLOAD};
 use crate::header::FrameHeader;
 use thiserror::Error;
 
@@ -15,16 +16,26 @@ pub struct SplitPolicy {
 
 impl SplitPolicy {
     /// What the Java, Python and Go drivers do: split only what exceeds 131071 bytes.
-    pub const DRIVERS: SplitPolicy = SplitPolicy { capacity: MAX_PAYLOAD, split_at: MAX_PAYLOAD + 1 };
+    pub const DRIVERS: SplitPolicy = SplitPolicy {
+        capacity: MAX_PAYLOAD,
+        split_at: MAX_PAYLOAD + 1,
+    };
     /// What Cassandra's server does: split envelopes of 131060 bytes or more into 131060-byte pieces.
-    pub const SERVER: SplitPolicy = SplitPolicy { capacity: 131_060, split_at: 131_060 };
+    pub const SERVER: SplitPolicy = SplitPolicy {
+        capacity: 131_060,
+        split_at: 131_060,
+    };
 
-    /// A policy with pieces of `capacity` bytes, splitting what does not fit (1..=131071).
+    /// A policy with pieces of `capacity` bytes, splitting what does not fit (9..=131071: the
+    /// first frame of a sequence carries the whole envelope header, SEND-8).
     pub fn with_capacity(capacity: usize) -> Result<Self, EncodeError> {
-        if capacity == 0 || capacity > MAX_PAYLOAD {
+        if !(ENVELOPE_HEADER_LEN..=MAX_PAYLOAD).contains(&capacity) {
             return Err(EncodeError::Capacity(capacity));
         }
-        Ok(SplitPolicy { capacity, split_at: capacity + 1 })
+        Ok(SplitPolicy {
+            capacity,
+            split_at: capacity + 1,
+        })
     }
 }
 
@@ -32,7 +43,7 @@ impl SplitPolicy {
 pub enum EncodeError {
     #[error("frame content of {0} bytes exceeds 131071 (SEND-1)")]
     ContentTooLong(usize),
-    #[error("split capacity {0} is outside 1..=131071")]
+    #[error("split capacity {0} is outside 9..=131071")]
     Capacity(usize),
 }
 
@@ -49,7 +60,12 @@ pub struct FrameEncoder {
 
 impl FrameEncoder {
     pub fn new(settings: FrameSettings, policy: SplitPolicy) -> Self {
-        FrameEncoder { settings, policy, batch: Vec::new(), compressed: Vec::new() }
+        FrameEncoder {
+            settings,
+            policy,
+            batch: Vec::new(),
+            compressed: Vec::new(),
+        }
     }
 
     pub fn settings(&self) -> FrameSettings {
@@ -69,22 +85,44 @@ impl FrameEncoder {
         }
         let bit = self.settings.checksum_bit();
         let (header, payload) = match self.settings.format {
-            Format::Uncompressed => {
-                (FrameHeader::new(Format::Uncompressed, content.len() as u32, 0, self_contained, bit), content)
-            }
+            Format::Uncompressed => (
+                FrameHeader::new(
+                    Format::Uncompressed,
+                    content.len() as u32,
+                    0,
+                    self_contained,
+                    bit,
+                ),
+                content,
+            ),
             Format::Lz4 => {
-                self.compressed.resize(lz4_flex::block::get_maximum_output_size(content.len()), 0);
+                self.compressed
+                    .resize(lz4_flex::block::get_maximum_output_size(content.len()), 0);
                 let n = lz4_flex::block::compress_into(content, &mut self.compressed)
                     .expect("output sized by get_maximum_output_size");
                 if n < content.len() {
-                    let h = FrameHeader::new(Format::Lz4, n as u32, content.len() as u32, self_contained, bit);
+                    let h = FrameHeader::new(
+                        Format::Lz4,
+                        n as u32,
+                        content.len() as u32,
+                        self_contained,
+                        bit,
+                    );
                     (h, &self.compressed[..n])
                 } else {
-                    (FrameHeader::new(Format::Lz4, content.len() as u32, 0, self_contained, bit), content)
+                    (
+                        FrameHeader::new(Format::Lz4, content.len() as u32, 0, self_contained, bit),
+                        content,
+                    )
                 }
             }
         };
-        write_raw(&header, payload, self.settings.checksum.compute(payload), out);
+        write_raw(
+            &header,
+            payload,
+            self.settings.checksum.compute(payload),
+            out,
+        );
         Ok(header)
     }
 
@@ -102,7 +140,8 @@ impl FrameEncoder {
             if envelope.len() >= self.policy.split_at {
                 self.flush(&mut batch, out);
                 for piece in envelope.chunks(self.policy.capacity) {
-                    self.write_frame(piece, false, out).expect("piece within capacity");
+                    self.write_frame(piece, false, out)
+                        .expect("piece within capacity");
                 }
             } else {
                 if batch.len() + envelope.len() > self.policy.capacity {
@@ -117,7 +156,8 @@ impl FrameEncoder {
 
     fn flush(&mut self, batch: &mut Vec<u8>, out: &mut Vec<u8>) {
         if !batch.is_empty() {
-            self.write_frame(batch, true, out).expect("batch within capacity");
+            self.write_frame(batch, true, out)
+                .expect("batch within capacity");
             batch.clear();
         }
     }

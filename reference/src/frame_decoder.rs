@@ -7,7 +7,7 @@
 //! frame split across calls is buffered, so memory stays under one maximum frame.
 
 use crate::error::{ErrorKind, FramingError, Part};
-use crate::format::{FrameSettings, Format, TRAILER_LEN};
+use crate::format::{Format, FrameSettings, TRAILER_LEN};
 use crate::header::FrameHeader;
 use serde::Serialize;
 
@@ -94,12 +94,19 @@ impl FrameDecoder {
             None => (Part::Header, hlen - have),
             Some(h) => {
                 let trailer_at = h.frame_len() - TRAILER_LEN;
-                let part = if have < trailer_at { Part::Payload } else { Part::Trailer };
+                let part = if have < trailer_at {
+                    Part::Payload
+                } else {
+                    Part::Trailer
+                };
                 (part, h.frame_len() - have)
             }
         };
         Err(FramingError::new(
-            ErrorKind::Truncated { part, missing: missing as u64 },
+            ErrorKind::Truncated {
+                part,
+                missing: missing as u64,
+            },
             self.offset,
         ))
     }
@@ -129,7 +136,13 @@ impl FrameDecoder {
             if self.pending.len() < header.frame_len() {
                 return Ok(());
             }
-            let frame = open_frame(self.settings, &mut self.scratch, header, &self.pending, self.offset)?;
+            let frame = open_frame(
+                self.settings,
+                &mut self.scratch,
+                header,
+                &self.pending,
+                self.offset,
+            )?;
             on_frame(frame)?;
             self.offset += header.frame_len() as u64;
             self.pending.clear();
@@ -142,7 +155,13 @@ impl FrameDecoder {
                 self.pending_header = Some(header);
                 break;
             }
-            let frame = open_frame(self.settings, &mut self.scratch, header, &input[..len], self.offset)?;
+            let frame = open_frame(
+                self.settings,
+                &mut self.scratch,
+                header,
+                &input[..len],
+                self.offset,
+            )?;
             on_frame(frame)?;
             self.offset += len as u64;
             input = &input[len..];
@@ -193,7 +212,13 @@ fn open_frame<'a>(
         }
         _ => payload,
     };
-    Ok(Frame { offset, header, payload, payload_checksum: found, content })
+    Ok(Frame {
+        offset,
+        header,
+        payload,
+        payload_checksum: found,
+        content,
+    })
 }
 
 /// Decompresses one raw LZ4 block into exactly `declared` bytes, never writing past them (LZ4-4).
@@ -201,10 +226,18 @@ fn decompress(block: &[u8], declared: u32, out: &mut Vec<u8>) -> Result<(), Erro
     out.resize(declared as usize, 0);
     match lz4_flex::block::decompress_into(block, out) {
         Ok(n) if n == out.len() => Ok(()),
-        Ok(n) => Err(ErrorKind::Lz4LengthMismatch { declared, actual: Some(n as u32) }),
+        Ok(n) => Err(ErrorKind::Lz4LengthMismatch {
+            declared,
+            actual: Some(n as u32),
+        }),
         Err(lz4_flex::block::DecompressError::OutputTooSmall { .. }) => {
-            Err(ErrorKind::Lz4LengthMismatch { declared, actual: None })
+            Err(ErrorKind::Lz4LengthMismatch {
+                declared,
+                actual: None,
+            })
         }
-        Err(e) => Err(ErrorKind::Lz4Malformed { reason: e.to_string() }),
+        Err(e) => Err(ErrorKind::Lz4Malformed {
+            reason: e.to_string(),
+        }),
     }
 }

@@ -27,4 +27,4 @@ pub mod transcript;
 pub mod vectors;
 
 pub use error::{ErrorKind, FramingError};
-pub use format::{FrameSettings, Format};
+pub use format::{Format, FrameSettings};

@@ -4,7 +4,7 @@
 use crate::decoder::{Decoder, Event};
 use crate::envelope::{opcode_name, Envelope};
 use crate::error::FramingError;
-use crate::format::{FrameSettings, Format};
+use crate::format::{Format, FrameSettings};
 use crate::frame_decoder::Frame;
 use serde::Serialize;
 

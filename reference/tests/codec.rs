@@ -5,14 +5,16 @@ use cqlframe::checksum::PayloadChecksum;
 use cqlframe::encoder::{FrameEncoder, SplitPolicy};
 use cqlframe::envelope::{envelope_bytes, Opcode};
 use cqlframe::transcript::Transcript;
-use cqlframe::{ErrorKind, FrameSettings, Format};
+use cqlframe::{ErrorKind, Format, FrameSettings};
 use proptest::prelude::*;
 
 const MAX_BODY: u32 = 1 << 20;
 
 fn settings() -> impl Strategy<Value = FrameSettings> {
-    (prop_oneof![Just(Format::Uncompressed), Just(Format::Lz4)],
-     prop_oneof![Just(PayloadChecksum::Crc32), Just(PayloadChecksum::Crc32c)])
+    (
+        prop_oneof![Just(Format::Uncompressed), Just(Format::Lz4)],
+        prop_oneof![Just(PayloadChecksum::Crc32), Just(PayloadChecksum::Crc32c)],
+    )
         .prop_map(|(f, c)| FrameSettings::new(f, c))
 }
 
@@ -27,17 +29,26 @@ fn bodies() -> impl Strategy<Value = Vec<Vec<u8>>> {
 }
 
 fn policy() -> impl Strategy<Value = SplitPolicy> {
-    prop_oneof![Just(SplitPolicy::DRIVERS), Just(SplitPolicy::SERVER), (1usize..300).prop_map(|c| SplitPolicy::with_capacity(c).unwrap())]
+    prop_oneof![
+        Just(SplitPolicy::DRIVERS),
+        Just(SplitPolicy::SERVER),
+        (9usize..300).prop_map(|c| SplitPolicy::with_capacity(c).unwrap())
+    ]
 }
 
-fn encode(settings: FrameSettings, policy: SplitPolicy, bodies: &[Vec<u8>]) -> (Vec<Vec<u8>>, Vec<u8>) {
+fn encode(
+    settings: FrameSettings,
+    policy: SplitPolicy,
+    bodies: &[Vec<u8>],
+) -> (Vec<Vec<u8>>, Vec<u8>) {
     let envelopes: Vec<Vec<u8>> = bodies
         .iter()
         .enumerate()
         .map(|(i, b)| envelope_bytes(0x05, 0, i as i16, Opcode::Query, b))
         .collect();
     let mut wire = Vec::new();
-    FrameEncoder::new(settings, policy).write_envelopes(envelopes.iter().map(Vec::as_slice), &mut wire);
+    FrameEncoder::new(settings, policy)
+        .write_envelopes(envelopes.iter().map(Vec::as_slice), &mut wire);
     (envelopes, wire)
 }
 
@@ -69,7 +80,17 @@ proptest! {
             v
         }).collect();
         prop_assert_eq!(decoded, envelopes);
+        let mut sequence_left = 0usize;
         for f in &t.frames {
+            if !f.self_contained {
+                if sequence_left == 0 {
+                    // SEND-8: the first frame of a sequence carries the whole envelope header.
+                    prop_assert!(f.content.len() >= 9);
+                    let body = u32::from_be_bytes(f.content[5..9].try_into().unwrap()) as usize;
+                    sequence_left = 9 + body;
+                }
+                sequence_left -= f.content.len();
+            }
             prop_assert!(f.content.len() <= p.capacity);
             prop_assert_eq!(f.checksum_bit, s.checksum == PayloadChecksum::Crc32c);
         }
@@ -124,7 +145,10 @@ fn every_bit_flip_is_detected() {
                     matches!(rule, Some("RECV-1" | "RECV-2" | "RECV-3")),
                     "{s:?}: flip of bit {bit} gave {rule:?}"
                 );
-                assert!(t.envelopes.is_empty(), "flip of bit {bit} delivered data (ERR-2)");
+                assert!(
+                    t.envelopes.is_empty(),
+                    "flip of bit {bit} delivered data (ERR-2)"
+                );
             }
         }
     }
@@ -149,7 +173,10 @@ fn sequence_violations() {
     tail.push(0);
     enc.write_frame(&tail, false, &mut wire).unwrap();
     let t = Transcript::decode(s, MAX_BODY, [wire.as_slice()]);
-    assert_eq!(t.error.unwrap().kind, ErrorKind::SequenceOvershoot { excess: 1 });
+    assert_eq!(
+        t.error.unwrap().kind,
+        ErrorKind::SequenceOvershoot { excess: 1 }
+    );
     assert!(t.envelopes.is_empty());
 }
 
@@ -159,7 +186,47 @@ fn oversized_envelope_refused_from_header() {
     let s = FrameSettings::default();
     let envelope = envelope_bytes(0x05, 0, 1, Opcode::Query, &[0u8; 100]);
     let mut wire = Vec::new();
-    FrameEncoder::new(s, SplitPolicy::DRIVERS).write_frame(&envelope[..9], false, &mut wire).unwrap();
+    FrameEncoder::new(s, SplitPolicy::DRIVERS)
+        .write_frame(&envelope[..9], false, &mut wire)
+        .unwrap();
     let t = Transcript::decode(s, 99, [wire.as_slice()]);
-    assert_eq!(t.error.unwrap().kind, ErrorKind::EnvelopeTooLarge { length: 100, max: 99 });
+    assert_eq!(
+        t.error.unwrap().kind,
+        ErrorKind::EnvelopeTooLarge {
+            length: 100,
+            max: 99
+        }
+    );
+}
+
+// SEND-8: the encoder refuses split sizes that would cut the first envelope header.
+#[test]
+fn split_capacity_keeps_header_whole() {
+    assert!(SplitPolicy::with_capacity(8).is_err());
+    assert!(SplitPolicy::with_capacity(9).is_ok());
+    assert!(SplitPolicy::with_capacity(131_072).is_err());
+}
+
+// RECV-11: after a framing error the decoder delivers nothing more, even for valid frames.
+#[test]
+fn nothing_after_an_error() {
+    use cqlframe::decoder::{Decoder, Event};
+    let s = FrameSettings::default();
+    let (_, good) = encode(s, SplitPolicy::DRIVERS, &[b"a".to_vec()]);
+    let mut bad = good.clone();
+    bad[0] ^= 1;
+    let mut decoder = Decoder::new(s, MAX_BODY);
+    let mut delivered = 0;
+    let mut count = |e: Event<'_>| {
+        if let Event::Envelope(_) = e {
+            delivered += 1;
+        }
+        Ok(())
+    };
+    assert_eq!(
+        decoder.decode(&bad, &mut count).unwrap_err().rule(),
+        "RECV-1"
+    );
+    let again = decoder.decode(&good, &mut count).unwrap_err();
+    assert_eq!((again.rule(), delivered), ("RECV-11", 0));
 }

@@ -6,7 +6,7 @@ use cqlframe::checksum::PayloadChecksum;
 use cqlframe::connection::{Connection, ConnectionEvent, Negotiated, Role, ServerOptions};
 use cqlframe::encoder::SplitPolicy;
 use cqlframe::envelope::{envelope_bytes, Opcode, FLAG_USE_BETA};
-use cqlframe::{ErrorKind, FrameSettings, Format, FramingError};
+use cqlframe::{ErrorKind, Format, FrameSettings, FramingError};
 
 const MAX: u32 = 1 << 24;
 
@@ -20,9 +20,17 @@ struct Seen {
 fn receive(conn: &mut Connection, bytes: &[u8], seen: &mut Seen) -> Result<(), FramingError> {
     conn.receive(bytes, &mut |event| {
         match event {
-            ConnectionEvent::Unframed { envelope, .. } => seen.envelopes.push((false, envelope.header.opcode, envelope.body.len())),
-            ConnectionEvent::Envelope(envelope) => seen.envelopes.push((true, envelope.header.opcode, envelope.body.len())),
-            ConnectionEvent::Switched { offset, negotiated } => seen.switched = Some((offset, negotiated)),
+            ConnectionEvent::Unframed { envelope, .. } => {
+                seen.envelopes
+                    .push((false, envelope.header.opcode, envelope.body.len()))
+            }
+            ConnectionEvent::Envelope(envelope) => {
+                seen.envelopes
+                    .push((true, envelope.header.opcode, envelope.body.len()))
+            }
+            ConnectionEvent::Switched { offset, negotiated } => {
+                seen.switched = Some((offset, negotiated))
+            }
             ConnectionEvent::Frame(_) => {}
         }
         Ok(())
@@ -30,31 +38,76 @@ fn receive(conn: &mut Connection, bytes: &[u8], seen: &mut Seen) -> Result<(), F
 }
 
 fn startup(version: u8, flags: u8, options: &[(&str, &str)]) -> Vec<u8> {
-    envelope_bytes(version, flags, 1, Opcode::Startup, &body::string_map(options))
+    envelope_bytes(
+        version,
+        flags,
+        1,
+        Opcode::Startup,
+        &body::string_map(options),
+    )
 }
 
 /// Runs OPTIONS, SUPPORTED, STARTUP, `response`, then a framed QUERY and a large RESULT.
-fn session(version: u8, flags: u8, options: &[(&str, &str)], server: ServerOptions, response: Opcode) -> (Seen, Seen) {
+fn session(
+    version: u8,
+    flags: u8,
+    options: &[(&str, &str)],
+    server: ServerOptions,
+    response: Opcode,
+) -> (Seen, Seen) {
     let mut client = Connection::new(Role::Client, MAX, SplitPolicy::DRIVERS);
     let mut srv = Connection::server(server, MAX, SplitPolicy::SERVER);
     let (mut c_seen, mut s_seen) = (Seen::default(), Seen::default());
     let resp = version | 0x80;
     let mut wire = Vec::new();
-    client.send(&[&envelope_bytes(version, flags, 0, Opcode::Options, &[])], &mut wire).unwrap();
-    client.send(&[&startup(version, flags, options)], &mut wire).unwrap();
+    client
+        .send(
+            &[&envelope_bytes(version, flags, 0, Opcode::Options, &[])],
+            &mut wire,
+        )
+        .unwrap();
+    client
+        .send(&[&startup(version, flags, options)], &mut wire)
+        .unwrap();
     receive(&mut srv, &wire, &mut s_seen).unwrap();
     let supported = body::string_multimap(&[("FRAME_CHECKSUMS", vec!["crc32", "crc32c"])]);
     let mut back = Vec::new();
-    srv.send(&[&envelope_bytes(resp, flags, 0, Opcode::Supported, &supported)], &mut back).unwrap();
-    srv.send(&[&envelope_bytes(resp, flags, 1, response, &[])], &mut back).unwrap();
+    srv.send(
+        &[&envelope_bytes(
+            resp,
+            flags,
+            0,
+            Opcode::Supported,
+            &supported,
+        )],
+        &mut back,
+    )
+    .unwrap();
+    srv.send(&[&envelope_bytes(resp, flags, 1, response, &[])], &mut back)
+        .unwrap();
     // Framed from here on (for v5+): a large result spanning several frames.
     let rows = vec![0x42u8; 300_000];
-    srv.send(&[&envelope_bytes(resp, flags, 2, Opcode::Result, &rows)], &mut back).unwrap();
+    srv.send(
+        &[&envelope_bytes(resp, flags, 2, Opcode::Result, &rows)],
+        &mut back,
+    )
+    .unwrap();
     for chunk in back.chunks(777) {
         receive(&mut client, chunk, &mut c_seen).unwrap();
     }
     let mut query = Vec::new();
-    client.send(&[&envelope_bytes(version, flags, 2, Opcode::Query, b"SELECT 1")], &mut query).unwrap();
+    client
+        .send(
+            &[&envelope_bytes(
+                version,
+                flags,
+                2,
+                Opcode::Query,
+                b"SELECT 1",
+            )],
+            &mut query,
+        )
+        .unwrap();
     receive(&mut srv, &query, &mut s_seen).unwrap();
     client.finish().unwrap();
     srv.finish().unwrap();
@@ -64,36 +117,82 @@ fn session(version: u8, flags: u8, options: &[(&str, &str)], server: ServerOptio
 // LIFE-1, LIFE-3, LIFE-4, LIFE-5, NEG-1, NEG-3, NEG-5, FMT-13: CRC32C with LZ4 end to end.
 #[test]
 fn v5_lz4_crc32c_switches_after_ready() {
-    let options = [("CQL_VERSION", "3.0.0"), ("COMPRESSION", "lz4"), ("FRAME_CHECKSUM", "CRC32C")];
+    let options = [
+        ("CQL_VERSION", "3.0.0"),
+        ("COMPRESSION", "lz4"),
+        ("FRAME_CHECKSUM", "CRC32C"),
+    ];
     let (c, s) = session(5, 0, &options, ServerOptions::default(), Opcode::Ready);
-    let expected = Negotiated { version: 5, settings: FrameSettings::new(Format::Lz4, PayloadChecksum::Crc32c) };
+    let expected = Negotiated {
+        version: 5,
+        settings: FrameSettings::new(Format::Lz4, PayloadChecksum::Crc32c),
+    };
     assert_eq!(c.switched.map(|s| s.1), Some(expected));
-    let supported_len = body::string_multimap(&[("FRAME_CHECKSUMS", vec!["crc32", "crc32c"])]).len();
-    assert_eq!(c.envelopes, vec![(false, 0x06, supported_len), (false, 0x02, 0), (true, 0x08, 300_000)]);
+    let supported_len =
+        body::string_multimap(&[("FRAME_CHECKSUMS", vec!["crc32", "crc32c"])]).len();
+    assert_eq!(
+        c.envelopes,
+        vec![
+            (false, 0x06, supported_len),
+            (false, 0x02, 0),
+            (true, 0x08, 300_000)
+        ]
+    );
     let startup_len = body::string_map(&options).len();
-    assert_eq!(s.envelopes, vec![(false, 0x05, 0), (false, 0x01, startup_len), (true, 0x07, 8)]);
+    assert_eq!(
+        s.envelopes,
+        vec![
+            (false, 0x05, 0),
+            (false, 0x01, startup_len),
+            (true, 0x07, 8)
+        ]
+    );
 }
 
 // LIFE-4, LIFE-5: AUTHENTICATE switches like READY.
 #[test]
 fn authenticate_switches_too() {
-    let (c, _) = session(5, 0, &[("CQL_VERSION", "3.0.0")], ServerOptions::default(), Opcode::Authenticate);
-    assert_eq!(c.switched.map(|s| s.1.settings), Some(FrameSettings::default()));
+    let (c, _) = session(
+        5,
+        0,
+        &[("CQL_VERSION", "3.0.0")],
+        ServerOptions::default(),
+        Opcode::Authenticate,
+    );
+    assert_eq!(
+        c.switched.map(|s| s.1.settings),
+        Some(FrameSettings::default())
+    );
     assert_eq!(c.envelopes.last(), Some(&(true, 0x08, 300_000)));
 }
 
 // LIFE-8: after ERROR to STARTUP both sides frame uncompressed with CRC32, whatever was asked.
 #[test]
 fn error_response_switches_to_defaults() {
-    let (c, s) = session(5, 0, &[("COMPRESSION", "lz4"), ("FRAME_CHECKSUM", "crc32c")], ServerOptions::default(), Opcode::Error);
-    assert_eq!(c.switched.map(|s| s.1.settings), Some(FrameSettings::default()));
+    let (c, s) = session(
+        5,
+        0,
+        &[("COMPRESSION", "lz4"), ("FRAME_CHECKSUM", "crc32c")],
+        ServerOptions::default(),
+        Opcode::Error,
+    );
+    assert_eq!(
+        c.switched.map(|s| s.1.settings),
+        Some(FrameSettings::default())
+    );
     assert_eq!(s.envelopes.last(), Some(&(true, 0x07, 8)));
 }
 
 // LIFE-2: a v4 connection never frames.
 #[test]
 fn v4_stays_unframed() {
-    let (c, s) = session(4, 0, &[("CQL_VERSION", "3.0.0")], ServerOptions::default(), Opcode::Ready);
+    let (c, s) = session(
+        4,
+        0,
+        &[("CQL_VERSION", "3.0.0")],
+        ServerOptions::default(),
+        Opcode::Ready,
+    );
     assert_eq!(c.switched, None);
     assert_eq!(c.envelopes.last(), Some(&(false, 0x08, 300_000)));
     assert_eq!(s.envelopes.last(), Some(&(false, 0x07, 8)));
@@ -102,7 +201,13 @@ fn v4_stays_unframed() {
 // ENV-5: v6-beta frames like v5 when USE_BETA is set; without it the server refuses STARTUP.
 #[test]
 fn v6_beta_needs_use_beta() {
-    let (c, _) = session(6, FLAG_USE_BETA, &[("CQL_VERSION", "3.0.0")], ServerOptions::default(), Opcode::Ready);
+    let (c, _) = session(
+        6,
+        FLAG_USE_BETA,
+        &[("CQL_VERSION", "3.0.0")],
+        ServerOptions::default(),
+        Opcode::Ready,
+    );
     assert_eq!(c.switched.map(|s| s.1.version), Some(6));
     let mut srv = Connection::server(ServerOptions::default(), MAX, SplitPolicy::SERVER);
     let err = receive(&mut srv, &startup(6, 0, &[]), &mut Seen::default()).unwrap_err();
@@ -114,17 +219,59 @@ fn v6_beta_needs_use_beta() {
 #[test]
 fn negotiation_decisions() {
     use cqlframe::connection::negotiate;
-    let opts = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>();
+    let opts = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<Vec<_>>()
+    };
     let all = ServerOptions::default();
-    assert_eq!(negotiate(5, &opts(&[("compression", "LZ4")]), &all).unwrap().format, Format::Lz4);
-    assert_eq!(negotiate(5, &opts(&[("COMPRESSION", "snappy")]), &all).unwrap_err().rule(), "NEG-2");
-    assert_eq!(negotiate(5, &opts(&[("COMPRESSION", "")]), &all).unwrap_err().rule(), "NEG-2");
-    assert_eq!(negotiate(5, &opts(&[("FRAME_CHECKSUM", "adler")]), &all).unwrap_err().rule(), "NEG-6");
-    let crc32_only = ServerOptions { checksums: Some(vec![PayloadChecksum::Crc32]), ..all.clone() };
-    assert_eq!(negotiate(5, &opts(&[("FRAME_CHECKSUM", "crc32c")]), &crc32_only).unwrap_err().rule(), "NEG-6");
-    let old = ServerOptions { checksums: None, ..all.clone() };
-    assert_eq!(negotiate(5, &opts(&[("FRAME_CHECKSUM", "crc32c")]), &old).unwrap(), FrameSettings::default());
-    assert_eq!(negotiate(4, &opts(&[("FRAME_CHECKSUM", "whatever")]), &all).unwrap(), FrameSettings::default());
+    assert_eq!(
+        negotiate(5, &opts(&[("compression", "LZ4")]), &all)
+            .unwrap()
+            .format,
+        Format::Lz4
+    );
+    assert_eq!(
+        negotiate(5, &opts(&[("COMPRESSION", "snappy")]), &all)
+            .unwrap_err()
+            .rule(),
+        "NEG-2"
+    );
+    assert_eq!(
+        negotiate(5, &opts(&[("COMPRESSION", "")]), &all)
+            .unwrap_err()
+            .rule(),
+        "NEG-2"
+    );
+    assert_eq!(
+        negotiate(5, &opts(&[("FRAME_CHECKSUM", "adler")]), &all)
+            .unwrap_err()
+            .rule(),
+        "NEG-6"
+    );
+    let crc32_only = ServerOptions {
+        checksums: Some(vec![PayloadChecksum::Crc32]),
+        ..all.clone()
+    };
+    assert_eq!(
+        negotiate(5, &opts(&[("FRAME_CHECKSUM", "crc32c")]), &crc32_only)
+            .unwrap_err()
+            .rule(),
+        "NEG-6"
+    );
+    let old = ServerOptions {
+        checksums: None,
+        ..all.clone()
+    };
+    assert_eq!(
+        negotiate(5, &opts(&[("FRAME_CHECKSUM", "crc32c")]), &old).unwrap(),
+        FrameSettings::default()
+    );
+    assert_eq!(
+        negotiate(4, &opts(&[("FRAME_CHECKSUM", "whatever")]), &all).unwrap(),
+        FrameSettings::default()
+    );
 }
 
 // NEG-4 / RECV-3: a client that asks an old server for CRC32C anyway gets frames with the bit
@@ -132,13 +279,33 @@ fn negotiation_decisions() {
 #[test]
 fn crc32c_asked_of_old_server_fails_on_first_frame() {
     let mut client = Connection::new(Role::Client, MAX, SplitPolicy::DRIVERS);
-    let mut srv = Connection::server(ServerOptions { checksums: None, ..ServerOptions::default() }, MAX, SplitPolicy::SERVER);
+    let mut srv = Connection::server(
+        ServerOptions {
+            checksums: None,
+            ..ServerOptions::default()
+        },
+        MAX,
+        SplitPolicy::SERVER,
+    );
     let mut wire = Vec::new();
-    client.send(&[&startup(5, 0, &[("FRAME_CHECKSUM", "crc32c")])], &mut wire).unwrap();
+    client
+        .send(
+            &[&startup(5, 0, &[("FRAME_CHECKSUM", "crc32c")])],
+            &mut wire,
+        )
+        .unwrap();
     receive(&mut srv, &wire, &mut Seen::default()).unwrap();
     let mut back = Vec::new();
-    srv.send(&[&envelope_bytes(0x85, 0, 1, Opcode::Ready, &[])], &mut back).unwrap();
-    srv.send(&[&envelope_bytes(0x85, 0, 0, Opcode::Event, b"x")], &mut back).unwrap();
+    srv.send(
+        &[&envelope_bytes(0x85, 0, 1, Opcode::Ready, &[])],
+        &mut back,
+    )
+    .unwrap();
+    srv.send(
+        &[&envelope_bytes(0x85, 0, 0, Opcode::Event, b"x")],
+        &mut back,
+    )
+    .unwrap();
     let err = receive(&mut client, &back, &mut Seen::default()).unwrap_err();
     assert_eq!(err.rule(), "RECV-3");
 }
@@ -149,11 +316,18 @@ fn pipelining_after_startup_is_refused() {
     let mut client = Connection::new(Role::Client, MAX, SplitPolicy::DRIVERS);
     let mut wire = Vec::new();
     client.send(&[&startup(5, 0, &[])], &mut wire).unwrap();
-    let err = client.send(&[&envelope_bytes(5, 0, 2, Opcode::Query, b"q")], &mut wire).unwrap_err();
+    let err = client
+        .send(&[&envelope_bytes(5, 0, 2, Opcode::Query, b"q")], &mut wire)
+        .unwrap_err();
     assert_eq!(err.rule(), "LIFE-6");
     wire.extend(envelope_bytes(5, 0, 2, Opcode::Query, b"q"));
     let mut srv = Connection::server(ServerOptions::default(), MAX, SplitPolicy::SERVER);
-    assert_eq!(receive(&mut srv, &wire, &mut Seen::default()).unwrap_err().rule(), "LIFE-6");
+    assert_eq!(
+        receive(&mut srv, &wire, &mut Seen::default())
+            .unwrap_err()
+            .rule(),
+        "LIFE-6"
+    );
 }
 
 // LIFE-1, LIFE-3: a framed STARTUP is not an envelope; LIFE-7: an unframed one after the switch
@@ -162,16 +336,29 @@ fn pipelining_after_startup_is_refused() {
 fn framing_on_the_wrong_side_of_the_switch() {
     let mut framed = Vec::new();
     cqlframe::encoder::FrameEncoder::new(FrameSettings::default(), SplitPolicy::DRIVERS)
-        .write_envelopes([startup(5, 0, &[("CQL_VERSION", "3.0.0")]).as_slice()], &mut framed);
+        .write_envelopes(
+            [startup(5, 0, &[("CQL_VERSION", "3.0.0")]).as_slice()],
+            &mut framed,
+        );
     let mut srv = Connection::server(ServerOptions::default(), MAX, SplitPolicy::SERVER);
-    assert_eq!(receive(&mut srv, &framed, &mut Seen::default()).unwrap_err().rule(), "LIFE-1");
+    assert_eq!(
+        receive(&mut srv, &framed, &mut Seen::default())
+            .unwrap_err()
+            .rule(),
+        "LIFE-1"
+    );
 
     let mut client = Connection::new(Role::Client, MAX, SplitPolicy::DRIVERS);
     let mut sink = Vec::new();
     client.send(&[&startup(5, 0, &[])], &mut sink).unwrap();
     let mut back = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
     back.extend(envelope_bytes(0x85, 0, 0, Opcode::Event, b"unframed"));
-    assert_eq!(receive(&mut client, &back, &mut Seen::default()).unwrap_err().rule(), "RECV-1");
+    assert_eq!(
+        receive(&mut client, &back, &mut Seen::default())
+            .unwrap_err()
+            .rule(),
+        "RECV-1"
+    );
 }
 
 // RECV-9: the stream ending inside an unframed envelope is reported.
@@ -181,4 +368,95 @@ fn truncated_handshake() {
     let s = startup(5, 0, &[("CQL_VERSION", "3.0.0")]);
     receive(&mut srv, &s[..s.len() - 1], &mut Seen::default()).unwrap();
     assert_eq!(srv.finish().unwrap_err().rule(), "RECV-9");
+}
+
+/// A server and client framed with defaults after READY; returns the client and server.
+fn framed_pair() -> (Connection, Connection) {
+    let mut client = Connection::new(Role::Client, MAX, SplitPolicy::DRIVERS);
+    let mut srv = Connection::server(ServerOptions::default(), MAX, SplitPolicy::SERVER);
+    let mut wire = Vec::new();
+    client.send(&[&startup(5, 0, &[])], &mut wire).unwrap();
+    receive(&mut srv, &wire, &mut Seen::default()).unwrap();
+    let mut back = Vec::new();
+    srv.send(
+        &[&envelope_bytes(0x85, 0, 1, Opcode::Ready, &[])],
+        &mut back,
+    )
+    .unwrap();
+    receive(&mut client, &back, &mut Seen::default()).unwrap();
+    (client, srv)
+}
+
+/// Frames `envelope` as the negotiated default settings do and feeds it to `conn`.
+fn receive_framed(conn: &mut Connection, envelope: &[u8]) -> Result<(), FramingError> {
+    let mut wire = Vec::new();
+    cqlframe::encoder::FrameEncoder::new(FrameSettings::default(), SplitPolicy::DRIVERS)
+        .write_envelopes([envelope], &mut wire);
+    receive(conn, &wire, &mut Seen::default())
+}
+
+// ENV-2: a framed envelope of another version or the wrong direction is refused.
+#[test]
+fn framed_envelope_version_is_checked() {
+    let (_, mut srv) = framed_pair();
+    let err = receive_framed(&mut srv, &envelope_bytes(4, 0, 2, Opcode::Query, b"q")).unwrap_err();
+    assert_eq!(
+        err.kind,
+        ErrorKind::UnexpectedVersion {
+            found: 4,
+            expected: 5
+        }
+    );
+    let (mut client, _) = framed_pair();
+    let err =
+        receive_framed(&mut client, &envelope_bytes(5, 0, 2, Opcode::Result, b"r")).unwrap_err();
+    assert_eq!(
+        (err.rule(), err.kind),
+        (
+            "ENV-2",
+            ErrorKind::UnexpectedVersion {
+                found: 5,
+                expected: 0x85
+            }
+        )
+    );
+}
+
+// ENV-4: the envelope COMPRESSION flag has no place on a framed connection.
+#[test]
+fn envelope_compression_flag_refused() {
+    let (_, mut srv) = framed_pair();
+    let err =
+        receive_framed(&mut srv, &envelope_bytes(5, 0x01, 2, Opcode::Query, b"q")).unwrap_err();
+    assert_eq!(err.rule(), "ENV-4");
+}
+
+// ERR-1, ERR-3, ERR-4: a server answers a framing error with one framed PROTOCOL_ERROR on
+// stream 0 whose message names the rule and offset.
+#[test]
+fn server_error_response_is_framed_protocol_error() {
+    let (mut client, mut srv) = framed_pair();
+    let err = receive(&mut srv, &[0xFF; 12], &mut Seen::default()).unwrap_err();
+    assert_eq!(err.rule(), "RECV-1");
+    let response = srv.error_response(&err);
+    let mut seen = Vec::new();
+    client
+        .receive(&response, &mut |event| {
+            if let ConnectionEvent::Envelope(e) = event {
+                seen.push((
+                    e.header.stream,
+                    e.header.opcode,
+                    body::read_error(e.body).unwrap(),
+                ));
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(seen.len(), 1);
+    let (stream, opcode, (code, message)) = &seen[0];
+    assert_eq!(
+        (*stream, *opcode, *code),
+        (0, Opcode::Error as u8, body::PROTOCOL_ERROR)
+    );
+    assert!(message.contains("RECV-1 at byte"), "{message}");
 }

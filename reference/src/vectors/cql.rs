@@ -32,7 +32,9 @@ pub fn rows(rows: usize, value_len: usize) -> Vec<u8> {
     for r in 0..rows {
         let key = format!("row-{r:06}");
         bytes(&mut b, key.as_bytes());
-        let value: Vec<u8> = (0..value_len).map(|i| ((i * 7 + r) % 61) as u8 + b'A').collect();
+        let value: Vec<u8> = (0..value_len)
+            .map(|i| ((i * 7 + r) % 61) as u8 + b'A')
+            .collect();
         bytes(&mut b, &value);
     }
     b

@@ -5,7 +5,7 @@ use super::{Case, Direction, Input, DEFAULT_MAX_BODY};
 use crate::checksum::{bitwise, PayloadChecksum};
 use crate::encoder::{write_raw, FrameEncoder, SplitPolicy};
 use crate::envelope::{envelope_bytes, Opcode};
-use crate::format::{FrameSettings, Format, MAX_PAYLOAD};
+use crate::format::{Format, FrameSettings, MAX_PAYLOAD};
 use crate::header::FrameHeader;
 
 const ALL_SETTINGS: [FrameSettings; 4] = [
@@ -17,7 +17,9 @@ const ALL_SETTINGS: [FrameSettings; 4] = [
 
 /// A response envelope (v5) with a body of `len` row-like bytes.
 fn result(stream: i16, len: usize) -> Vec<u8> {
-    let body: Vec<u8> = (0..len).map(|i| b"row-data:0123456789;"[i % 20] ^ (i / 4096) as u8).collect();
+    let body: Vec<u8> = (0..len)
+        .map(|i| b"row-data:0123456789;"[i % 20] ^ (i / 4096) as u8)
+        .collect();
     envelope_bytes(0x85, 0, stream, Opcode::Result, &body)
 }
 
@@ -36,7 +38,9 @@ fn noise(len: usize, mut seed: u64) -> Vec<u8> {
 /// The frames a conforming sender writes for `content`, as one frame.
 fn frame(s: FrameSettings, content: &[u8], self_contained: bool) -> Vec<u8> {
     let mut out = Vec::new();
-    FrameEncoder::new(s, SplitPolicy::DRIVERS).write_frame(content, self_contained, &mut out).expect("content fits");
+    FrameEncoder::new(s, SplitPolicy::DRIVERS)
+        .write_frame(content, self_contained, &mut out)
+        .expect("content fits");
     out
 }
 
@@ -61,8 +65,19 @@ fn cut<'a>(bytes: &'a [u8], sizes: &[usize]) -> Vec<&'a [u8]> {
 }
 
 /// A frame with every part given explicitly, stored (not compressed) in the LZ4 format.
-fn raw_frame(s: FrameSettings, content: &[u8], self_contained: bool, edit: impl FnOnce(&mut FrameHeader, &mut u32)) -> Vec<u8> {
-    let mut header = FrameHeader::new(s.format, content.len() as u32, 0, self_contained, s.checksum_bit());
+fn raw_frame(
+    s: FrameSettings,
+    content: &[u8],
+    self_contained: bool,
+    edit: impl FnOnce(&mut FrameHeader, &mut u32),
+) -> Vec<u8> {
+    let mut header = FrameHeader::new(
+        s.format,
+        content.len() as u32,
+        0,
+        self_contained,
+        s.checksum_bit(),
+    );
     let mut trailer = s.checksum.compute(content);
     edit(&mut header, &mut trailer);
     let mut out = Vec::new();
@@ -77,18 +92,51 @@ fn tag(s: FrameSettings) -> String {
 struct Cases(Vec<Case>);
 
 impl Cases {
-    fn add(&mut self, s: FrameSettings, name: &str, description: &str, rules: &[&'static str], breaks: Option<&'static str>, bytes: Vec<u8>) {
-        self.add_with(s, name, description, rules, breaks, bytes, DEFAULT_MAX_BODY, false);
+    fn add(
+        &mut self,
+        s: FrameSettings,
+        name: &str,
+        description: &str,
+        rules: &[&'static str],
+        breaks: Option<&'static str>,
+        bytes: Vec<u8>,
+    ) {
+        self.add_with(
+            s,
+            name,
+            description,
+            rules,
+            breaks,
+            bytes,
+            DEFAULT_MAX_BODY,
+            false,
+        );
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn add_with(&mut self, s: FrameSettings, name: &str, description: &str, rules: &[&'static str], breaks: Option<&'static str>, bytes: Vec<u8>, max_body: u32, decode_only: bool) {
+    fn add_with(
+        &mut self,
+        s: FrameSettings,
+        name: &str,
+        description: &str,
+        rules: &[&'static str],
+        breaks: Option<&'static str>,
+        bytes: Vec<u8>,
+        max_body: u32,
+        decode_only: bool,
+    ) {
         self.0.push(Case {
             id: format!("{}.{name}", tag(s)),
             description: description.to_string(),
             rules: rules.to_vec(),
             breaks,
-            input: Input::Frames { settings: s, direction: Direction::ServerToClient, max_body, bytes, decode_only },
+            input: Input::Frames {
+                settings: s,
+                direction: Direction::ServerToClient,
+                max_body,
+                bytes,
+                decode_only,
+            },
         });
     }
 }
@@ -106,49 +154,167 @@ pub fn cases() -> Vec<Case> {
 
 /// Valid streams: boundaries of every header field, packing and splitting.
 fn valid(c: &mut Cases, s: FrameSettings) {
-    let fmt = if s.format == Format::Lz4 { "FMT-7" } else { "FMT-3" };
-    let sc = if s.format == Format::Lz4 { "FMT-8" } else { "FMT-4" };
-    let bit = if s.format == Format::Lz4 { "FMT-9" } else { "FMT-5" };
-    let ck = if s.checksum == PayloadChecksum::Crc32c { "CRC-3" } else { "CRC-2" };
-    let base = [fmt, sc, bit, "FMT-1", "FMT-13", "CRC-1", ck, "CRC-4", "RECV-4"];
+    let fmt = if s.format == Format::Lz4 {
+        "FMT-7"
+    } else {
+        "FMT-3"
+    };
+    let layout = if s.format == Format::Lz4 {
+        "FMT-11"
+    } else {
+        "FMT-2"
+    };
+    let sc = if s.format == Format::Lz4 {
+        "FMT-8"
+    } else {
+        "FMT-4"
+    };
+    let bit = if s.format == Format::Lz4 {
+        "FMT-9"
+    } else {
+        "FMT-5"
+    };
+    let ck = if s.checksum == PayloadChecksum::Crc32c {
+        "CRC-3"
+    } else {
+        "CRC-2"
+    };
+    let base = [
+        fmt, layout, sc, bit, "FMT-1", "FMT-13", "CRC-1", ck, "CRC-4", "RECV-4",
+    ];
     let with = |extra: &[&'static str]| [&base[..], extra].concat();
 
-    c.add(s, "empty-self-contained", "A self-contained frame with no content: zero envelopes.", &with(&["SEND-2"]), None, frame(s, &[], true));
+    c.add(
+        s,
+        "empty-self-contained",
+        "A self-contained frame with no content: zero envelopes.",
+        &with(&["SEND-2"]),
+        None,
+        frame(s, &[], true),
+    );
     let options = envelope_bytes(0x05, 0, 0, Opcode::Options, &[]);
-    c.add(s, "one-envelope", "One OPTIONS request, the smallest envelope (9 bytes).", &with(&["SEND-2", "ENV-1"]), None, frame(s, &options, true));
-    let several: Vec<u8> = (0..5).flat_map(|i| result(i, 10 + 37 * i as usize)).collect();
-    c.add(s, "several-envelopes", "Five envelopes packed in one self-contained frame, delivered in order.", &with(&["SEND-2", "SEND-7", "RECV-13"]), None, frame(s, &several, true));
+    c.add(
+        s,
+        "one-envelope",
+        "One OPTIONS request, the smallest envelope (9 bytes).",
+        &with(&["SEND-2", "ENV-1"]),
+        None,
+        frame(s, &options, true),
+    );
+    let several: Vec<u8> = (0..5)
+        .flat_map(|i| result(i, 10 + 37 * i as usize))
+        .collect();
+    c.add(
+        s,
+        "several-envelopes",
+        "Five envelopes packed in one self-contained frame, delivered in order.",
+        &with(&["SEND-2", "SEND-7", "RECV-13"]),
+        None,
+        frame(s, &several, true),
+    );
     for len in [131_060usize, 131_070, MAX_PAYLOAD] {
         let content = result(1, len - 9);
-        c.add(s, &format!("length-{len}"), &format!("One self-contained frame of {len} content bytes."), &with(&["SEND-1", "SEND-2"]), None, frame(s, &content, true));
+        c.add(
+            s,
+            &format!("length-{len}"),
+            &format!("One self-contained frame of {len} content bytes."),
+            &with(&["SEND-1", "SEND-2"]),
+            None,
+            frame(s, &content, true),
+        );
     }
     let two = [result(1, 65_000), result(2, MAX_PAYLOAD - 65_009 - 9)].concat();
-    c.add(s, "two-envelopes-exact-fit", "Two envelopes filling a frame to exactly 131071 bytes.", &with(&["SEND-1", "SEND-2"]), None, frame(s, &two, true));
+    c.add(
+        s,
+        "two-envelopes-exact-fit",
+        "Two envelopes filling a frame to exactly 131071 bytes.",
+        &with(&["SEND-1", "SEND-2"]),
+        None,
+        frame(s, &two, true),
+    );
 
     let big = result(3, 300_000);
     let mut drivers = Vec::new();
     FrameEncoder::new(s, SplitPolicy::DRIVERS).write_envelopes([big.as_slice()], &mut drivers);
-    c.add(s, "sequence-split-131071", "A 300009-byte envelope split into 131071-byte pieces, as the drivers do.", &with(&["SEND-3", "SEND-7", "RECV-6"]), None, drivers);
+    c.add(
+        s,
+        "sequence-split-131071",
+        "A 300009-byte envelope split into 131071-byte pieces, as the drivers do.",
+        &with(&["SEND-3", "SEND-7", "RECV-6"]),
+        None,
+        drivers,
+    );
     let mut server = Vec::new();
     FrameEncoder::new(s, SplitPolicy::SERVER).write_envelopes([big.as_slice()], &mut server);
-    c.add(s, "sequence-split-131060", "The same envelope split into 131060-byte pieces, as Cassandra's server does.", &with(&["SEND-3", "SEND-7", "RECV-6"]), None, server);
+    c.add(
+        s,
+        "sequence-split-131060",
+        "The same envelope split into 131060-byte pieces, as Cassandra's server does.",
+        &with(&["SEND-3", "SEND-7", "RECV-6"]),
+        None,
+        server,
+    );
     let exact = result(4, 2 * MAX_PAYLOAD - 9);
-    c.add(s, "sequence-exact-fit", "An envelope of exactly 2 x 131071 bytes: two full frames.", &with(&["SEND-3", "RECV-6"]), None, sequence(s, &cut(&exact, &[MAX_PAYLOAD])));
+    c.add(
+        s,
+        "sequence-exact-fit",
+        "An envelope of exactly 2 x 131071 bytes: two full frames.",
+        &with(&["SEND-3", "RECV-6"]),
+        None,
+        sequence(s, &cut(&exact, &[MAX_PAYLOAD])),
+    );
     let small = result(5, 40);
-    c.add(s, "sequence-header-split", "An envelope whose 9-byte header spans frames of 1, 3 and 5 bytes.", &with(&["SEND-4", "RECV-6"]), None, sequence(s, &cut(&small, &[1, 3, 5])));
-    c.add(s, "sequence-of-one-byte-frames", "An envelope sent one byte per frame.", &with(&["SEND-4", "RECV-6"]), None, sequence(s, &cut(&small, &[1; 48])));
+    c.add(s, "sequence-header-split", "An envelope whose 9-byte header spans frames of 1, 3 and 5 bytes: the sender breaks SEND-8, yet a receiver accepts it.", &with(&["SEND-4", "SEND-8", "RECV-6"]), None, sequence(s, &cut(&small, &[1, 3, 5])));
+    c.add(
+        s,
+        "sequence-of-one-byte-frames",
+        "An envelope sent one byte per frame (breaking SEND-8, accepted by a receiver).",
+        &with(&["SEND-4", "SEND-8", "RECV-6"]),
+        None,
+        sequence(s, &cut(&small, &[1; 48])),
+    );
     let server_one = result(6, 131_060 - 9);
-    c.add(s, "sequence-single-frame", "A 131060-byte envelope as a one-frame sequence (the server's split threshold).", &with(&["SEND-4", "RECV-6"]), None, sequence(s, &[&server_one]));
-    let mixed = [frame(s, &several, true), sequence(s, &cut(&small, &[20])), frame(s, &options, true)].concat();
-    c.add(s, "sequence-between-self-contained", "Self-contained frames before and after a sequence.", &with(&["SEND-5", "RECV-6", "RECV-13"]), None, mixed);
+    c.add(
+        s,
+        "sequence-single-frame",
+        "A 131060-byte envelope as a one-frame sequence (the server's split threshold).",
+        &with(&["SEND-4", "RECV-6"]),
+        None,
+        sequence(s, &[&server_one]),
+    );
+    let mixed = [
+        frame(s, &several, true),
+        sequence(s, &cut(&small, &[20])),
+        frame(s, &options, true),
+    ]
+    .concat();
+    c.add(
+        s,
+        "sequence-between-self-contained",
+        "Self-contained frames before and after a sequence.",
+        &with(&["SEND-5", "RECV-6", "RECV-13"]),
+        None,
+        mixed,
+    );
     let rsv_bits: u8 = if s.format == Format::Lz4 { 0xF } else { 0x1F };
     let reserved = raw_frame(s, &options, true, |h, _| {
         h.reserved = rsv_bits;
         *h = FrameHeader { crc24: 0, ..*h };
         h.crc24 = crate::checksum::crc24(&h.word().to_le_bytes()[..h.format.header_len() - 3]);
     });
-    let rsv_rule = if s.format == Format::Lz4 { "FMT-10" } else { "FMT-6" };
-    c.add(s, "reserved-bits-set", "Every reserved header bit set (CRC24 valid): a receiver ignores them.", &with(&["FMT-12", rsv_rule]), None, reserved);
+    let rsv_rule = if s.format == Format::Lz4 {
+        "FMT-10"
+    } else {
+        "FMT-6"
+    };
+    c.add(
+        s,
+        "reserved-bits-set",
+        "Every reserved header bit set (CRC24 valid): a receiver ignores them.",
+        &with(&["FMT-12", rsv_rule]),
+        None,
+        reserved,
+    );
 }
 
 /// Streams that break a rule, one rule each.
@@ -159,49 +325,165 @@ fn invalid(c: &mut Cases, s: FrameSettings) {
 
     let mut bad = good.clone();
     bad[hlen - 1] ^= 0x01;
-    c.add(s, "header-crc-mismatch", "One bit of the stored CRC24 flipped.", &["RECV-1", "CRC-1"], Some("RECV-1"), bad);
+    c.add(
+        s,
+        "header-crc-mismatch",
+        "One bit of the stored CRC24 flipped.",
+        &["RECV-1", "CRC-1"],
+        Some("RECV-1"),
+        bad,
+    );
     let mut bad = good.clone();
     bad[0] ^= 0x04;
-    c.add(s, "header-length-corrupted", "One bit of the length flipped: the CRC24 catches it before the length is used.", &["RECV-1", "CRC-1"], Some("RECV-1"), bad);
+    c.add(
+        s,
+        "header-length-corrupted",
+        "One bit of the length flipped: the CRC24 catches it before the length is used.",
+        &["RECV-1", "CRC-1"],
+        Some("RECV-1"),
+        bad,
+    );
     let mut bad = good.clone();
     let n = bad.len();
     bad[n - 1] ^= 0x80;
-    c.add(s, "payload-checksum-mismatch", "One bit of the trailer flipped.", &["RECV-2", "CRC-4"], Some("RECV-2"), bad);
+    c.add(
+        s,
+        "payload-checksum-mismatch",
+        "One bit of the trailer flipped.",
+        &["RECV-2", "CRC-4"],
+        Some("RECV-2"),
+        bad,
+    );
     let mut bad = good.clone();
     bad[hlen] ^= 0x10;
-    c.add(s, "payload-corrupted", "One bit of the payload flipped.", &["RECV-2", "CRC-4", "ERR-2"], Some("RECV-2"), bad);
+    c.add(
+        s,
+        "payload-corrupted",
+        "One bit of the payload flipped.",
+        &["RECV-2", "CRC-4", "ERR-2"],
+        Some("RECV-2"),
+        bad,
+    );
 
     let body = result(1, 30);
     let whole = frame(s, &body, true);
     let payload_len = whole.len() - hlen - 4;
-    for (part, at) in [("header", 1), ("header-end", hlen - 1), ("payload", hlen + 1), ("payload-end", hlen + payload_len - 1), ("trailer", hlen + payload_len + 1), ("trailer-end", whole.len() - 1)] {
-        c.add(s, &format!("truncated-{part}"), &format!("The stream ends after {at} bytes of a {}-byte frame.", whole.len()), &["RECV-9"], Some("RECV-9"), whole[..at].to_vec());
+    for (part, at) in [
+        ("header", 1),
+        ("header-end", hlen - 1),
+        ("payload", hlen + 1),
+        ("payload-end", hlen + payload_len - 1),
+        ("trailer", hlen + payload_len + 1),
+        ("trailer-end", whole.len() - 1),
+    ] {
+        c.add(
+            s,
+            &format!("truncated-{part}"),
+            &format!(
+                "The stream ends after {at} bytes of a {}-byte frame.",
+                whole.len()
+            ),
+            &["RECV-9"],
+            Some("RECV-9"),
+            whole[..at].to_vec(),
+        );
     }
     let envelope = result(2, 300);
-    c.add(s, "truncated-sequence", "The stream ends between the frames of an incomplete sequence.", &["RECV-9", "RECV-6"], Some("RECV-9"), sequence(s, &cut(&envelope, &[100])[..1]));
+    c.add(
+        s,
+        "truncated-sequence",
+        "The stream ends between the frames of an incomplete sequence.",
+        &["RECV-9", "RECV-6"],
+        Some("RECV-9"),
+        sequence(s, &cut(&envelope, &[100])[..1]),
+    );
 
-    c.add(s, "partial-envelope-header", "A self-contained frame ending 4 bytes into an envelope header.", &["RECV-5", "SEND-2"], Some("RECV-5"), frame(s, &[options.clone(), options[..4].to_vec()].concat(), true));
-    c.add(s, "partial-envelope-body", "A self-contained frame ending inside an envelope body.", &["RECV-5", "SEND-2"], Some("RECV-5"), frame(s, &envelope[..200], true));
+    c.add(
+        s,
+        "partial-envelope-header",
+        "A self-contained frame ending 4 bytes into an envelope header.",
+        &["RECV-5", "SEND-2"],
+        Some("RECV-5"),
+        frame(s, &[options.clone(), options[..4].to_vec()].concat(), true),
+    );
+    c.add(
+        s,
+        "partial-envelope-body",
+        "A self-contained frame ending inside an envelope body.",
+        &["RECV-5", "SEND-2"],
+        Some("RECV-5"),
+        frame(s, &envelope[..200], true),
+    );
     let mut tail = envelope[150..].to_vec();
     tail.extend_from_slice(&options);
-    c.add(s, "sequence-overshoot", "The last frame of a sequence carries 9 bytes past its envelope.", &["RECV-7", "SEND-3"], Some("RECV-7"), sequence(s, &[&envelope[..150], &tail]));
-    let interrupted = [frame(s, &envelope[..150], false), good.clone(), frame(s, &envelope[150..], false)].concat();
-    c.add(s, "sequence-interrupted", "A self-contained frame between two frames of a sequence.", &["RECV-8", "SEND-5"], Some("RECV-8"), interrupted);
-    c.add(s, "empty-continuation", "A non-self-contained frame with no content.", &["RECV-10", "SEND-6"], Some("RECV-10"), frame(s, &[], false));
+    c.add(
+        s,
+        "sequence-overshoot",
+        "The last frame of a sequence carries 9 bytes past its envelope.",
+        &["RECV-7", "SEND-3"],
+        Some("RECV-7"),
+        sequence(s, &[&envelope[..150], &tail]),
+    );
+    let interrupted = [
+        frame(s, &envelope[..150], false),
+        good.clone(),
+        frame(s, &envelope[150..], false),
+    ]
+    .concat();
+    c.add(
+        s,
+        "sequence-interrupted",
+        "A self-contained frame between two frames of a sequence.",
+        &["RECV-8", "SEND-5"],
+        Some("RECV-8"),
+        interrupted,
+    );
+    c.add(
+        s,
+        "empty-continuation",
+        "A non-self-contained frame with no content.",
+        &["RECV-10", "SEND-6"],
+        Some("RECV-10"),
+        frame(s, &[], false),
+    );
 
     let mut negative = options.clone();
     negative[5] = 0x80;
-    c.add(s, "envelope-length-negative", "An envelope whose body length has bit 31 set.", &["ENV-3", "ENV-1"], Some("ENV-3"), frame(s, &negative, true));
+    c.add(
+        s,
+        "envelope-length-negative",
+        "An envelope whose body length has bit 31 set.",
+        &["ENV-3", "ENV-1"],
+        Some("ENV-3"),
+        frame(s, &negative, true),
+    );
     let large = result(3, 1001);
     c.add_with(s, "envelope-over-limit", "A 1001-byte envelope body to a receiver whose limit is 1000, in a sequence: refused from its header.", &["RECV-12"], Some("RECV-12"), sequence(s, &cut(&large, &[9])), 1000, false);
 
     let flipped = raw_frame(s, &options, true, |h, trailer| {
         let wrong = !h.checksum_bit;
-        *h = FrameHeader::new(h.format, h.payload_length, h.uncompressed_length, true, wrong);
+        *h = FrameHeader::new(
+            h.format,
+            h.payload_length,
+            h.uncompressed_length,
+            true,
+            wrong,
+        );
         *trailer = s.checksum.compute(&options);
     });
-    let bit_rule = if s.format == Format::Lz4 { "FMT-9" } else { "FMT-5" };
-    c.add(s, "checksum-bit-disagrees", "The checksum bit inverted (CRC24 recomputed): it disagrees with the negotiation.", &["RECV-3", "FMT-13", bit_rule], Some("RECV-3"), flipped);
+    let bit_rule = if s.format == Format::Lz4 {
+        "FMT-9"
+    } else {
+        "FMT-5"
+    };
+    c.add(
+        s,
+        "checksum-bit-disagrees",
+        "The checksum bit inverted (CRC24 recomputed): it disagrees with the negotiation.",
+        &["RECV-3", "FMT-13", bit_rule],
+        Some("RECV-3"),
+        flipped,
+    );
 }
 
 /// LZ4 blocks: compressible, stored, made by hand (not as lz4_flex would), and broken ones.
@@ -209,15 +491,35 @@ fn lz4_only(c: &mut Cases) {
     for checksum in [PayloadChecksum::Crc32, PayloadChecksum::Crc32c] {
         let s = FrameSettings::new(Format::Lz4, checksum);
         let with_block = |block: &[u8], declared: u32| {
-            let header = FrameHeader::new(Format::Lz4, block.len() as u32, declared, true, s.checksum_bit());
+            let header = FrameHeader::new(
+                Format::Lz4,
+                block.len() as u32,
+                declared,
+                true,
+                s.checksum_bit(),
+            );
             let mut out = Vec::new();
             write_raw(&header, block, checksum.compute(block), &mut out);
             out
         };
         let rows = result(1, 20_000);
-        c.add(s, "compressible", "Row-like data that LZ4 shrinks.", &["LZ4-1", "LZ4-4", "FMT-7"], None, frame(s, &rows, true));
+        c.add(
+            s,
+            "compressible",
+            "Row-like data that LZ4 shrinks.",
+            &["LZ4-1", "LZ4-4", "FMT-7"],
+            None,
+            frame(s, &rows, true),
+        );
         let random = envelope_bytes(0x85, 0, 2, Opcode::Result, &noise(5000, 7));
-        c.add(s, "incompressible-stored", "Random data: stored, uncompressed length 0.", &["LZ4-2", "LZ4-3"], None, frame(s, &random, true));
+        c.add(
+            s,
+            "incompressible-stored",
+            "Random data: stored, uncompressed length 0.",
+            &["LZ4-2", "LZ4-3"],
+            None,
+            frame(s, &random, true),
+        );
         // Literal-only block: a token of 15 literals plus length bytes, no match.
         let options = envelope_bytes(0x05, 0, 0, Opcode::Options, &[]);
         let envelope = [options.clone(), options.clone(), options.clone()].concat();
@@ -234,13 +536,43 @@ fn lz4_only(c: &mut Cases) {
         rle.extend_from_slice(&1u16.to_le_bytes());
         rle.extend_from_slice(&[255, 20, 0x50]);
         rle.extend_from_slice(b"zzzzz");
-        c.add_with(s, "foreign-overlapping-match", "A block with a run-length match (offset 1) and extended length bytes.", &["LZ4-1", "LZ4-4"], None, with_block(&rle, 9 + body_len as u32), DEFAULT_MAX_BODY, true);
-        c.add(s, "block-malformed", "A block whose match offset points before the start of the output.", &["LZ4-1"], Some("LZ4-1"), with_block(&[0x10, b'a', 0x05, 0x00], 20));
+        c.add_with(
+            s,
+            "foreign-overlapping-match",
+            "A block with a run-length match (offset 1) and extended length bytes.",
+            &["LZ4-1", "LZ4-4"],
+            None,
+            with_block(&rle, 9 + body_len as u32),
+            DEFAULT_MAX_BODY,
+            true,
+        );
+        c.add(
+            s,
+            "block-malformed",
+            "A block whose match offset points before the start of the output.",
+            &["LZ4-1"],
+            Some("LZ4-1"),
+            with_block(&[0x10, b'a', 0x05, 0x00], 20),
+        );
         let mut short = literal_only.clone();
         short[1] -= 1;
         short.pop();
-        c.add(s, "block-shorter-than-declared", "A valid block decompressing to one byte less than the header declares.", &["LZ4-4"], Some("LZ4-4"), with_block(&short, envelope.len() as u32));
-        c.add(s, "block-longer-than-declared", "A valid block decompressing to one byte more than the header declares.", &["LZ4-4"], Some("LZ4-4"), with_block(&literal_only, envelope.len() as u32 - 1));
+        c.add(
+            s,
+            "block-shorter-than-declared",
+            "A valid block decompressing to one byte less than the header declares.",
+            &["LZ4-4"],
+            Some("LZ4-4"),
+            with_block(&short, envelope.len() as u32),
+        );
+        c.add(
+            s,
+            "block-longer-than-declared",
+            "A valid block decompressing to one byte more than the header declares.",
+            &["LZ4-4"],
+            Some("LZ4-4"),
+            with_block(&literal_only, envelope.len() as u32 - 1),
+        );
     }
 }
 
@@ -249,13 +581,40 @@ fn checksum_confusion(c: &mut Cases) {
     let options = envelope_bytes(0x05, 0, 0, Opcode::Options, &[]);
     let unseeded = bitwise::crc32_ieee(&options);
     for (s, wrong, what) in [
-        (ALL_SETTINGS[0], crate::checksum::crc32c(&options), "CRC32C on a CRC32 connection"),
-        (ALL_SETTINGS[0], unseeded, "unseeded CRC-32 on a CRC32 connection (the seed forgotten)"),
-        (ALL_SETTINGS[1], crate::checksum::crc32(&options), "seeded CRC32 on a CRC32C connection"),
-        (ALL_SETTINGS[1], unseeded, "plain CRC-32 on a CRC32C connection"),
+        (
+            ALL_SETTINGS[0],
+            crate::checksum::crc32c(&options),
+            "CRC32C on a CRC32 connection",
+        ),
+        (
+            ALL_SETTINGS[0],
+            unseeded,
+            "unseeded CRC-32 on a CRC32 connection (the seed forgotten)",
+        ),
+        (
+            ALL_SETTINGS[1],
+            crate::checksum::crc32(&options),
+            "seeded CRC32 on a CRC32C connection",
+        ),
+        (
+            ALL_SETTINGS[1],
+            unseeded,
+            "plain CRC-32 on a CRC32C connection",
+        ),
     ] {
         let bytes = raw_frame(s, &options, true, |_, trailer| *trailer = wrong);
-        let name = if wrong == unseeded { "trailer-unseeded-crc32" } else { "trailer-other-algorithm" };
-        c.add(s, name, &format!("Checksum bit right, trailer computed as {what}."), &["RECV-2", "CRC-2", "CRC-3"], Some("RECV-2"), bytes);
+        let name = if wrong == unseeded {
+            "trailer-unseeded-crc32"
+        } else {
+            "trailer-other-algorithm"
+        };
+        c.add(
+            s,
+            name,
+            &format!("Checksum bit right, trailer computed as {what}."),
+            &["RECV-2", "CRC-2", "CRC-3"],
+            Some("RECV-2"),
+            bytes,
+        );
     }
 }

@@ -20,7 +20,9 @@ pub fn blob(bytes: &[u8]) -> Value {
 
 /// `bytes` cut by a repeating pattern of chunk sizes, or whole.
 pub fn chunks<'a>(bytes: &'a [u8], pattern: Option<&[usize]>) -> Vec<&'a [u8]> {
-    let Some(pattern) = pattern else { return vec![bytes] };
+    let Some(pattern) = pattern else {
+        return vec![bytes];
+    };
     let mut out = Vec::new();
     let mut rest = bytes;
     for &size in pattern.iter().cycle() {
@@ -81,9 +83,16 @@ fn transcript_json(t: &Transcript) -> Value {
 /// What the reference reports for `case`, fed whole or in `chunking`.
 pub fn expected(case: &Case, chunking: Option<&[usize]>) -> Value {
     match &case.input {
-        Input::Frames { settings, max_body, bytes, .. } => {
-            transcript_json(&Transcript::decode(*settings, *max_body, chunks(bytes, chunking)))
-        }
+        Input::Frames {
+            settings,
+            max_body,
+            bytes,
+            ..
+        } => transcript_json(&Transcript::decode(
+            *settings,
+            *max_body,
+            chunks(bytes, chunking),
+        )),
         Input::Session(session) => session.replay(chunking),
     }
 }
@@ -96,12 +105,18 @@ fn first_error_rule(expected: &Value) -> Option<String> {
         .or_else(|| rule(&expected["client_receives"]))
 }
 
+/// Files of a case: name under `vectors/cases/`, and bytes.
+pub type CaseFiles = Vec<(String, Vec<u8>)>;
+
 /// The manifest entry of `case` and the files holding its bytes.
-pub fn entry(case: &Case) -> Result<(Value, Vec<(String, Vec<u8>)>), String> {
+pub fn entry(case: &Case) -> Result<(Value, CaseFiles), String> {
     let expected = expected(case, None);
     let found = first_error_rule(&expected);
     if found.as_deref() != case.breaks {
-        return Err(format!("{}: intends to break {:?}, the reference reports {:?}", case.id, case.breaks, found));
+        return Err(format!(
+            "{}: intends to break {:?}, the reference reports {:?}",
+            case.id, case.breaks, found
+        ));
     }
     if let Some(rule) = case.breaks {
         if !case.rules.contains(&rule) {
@@ -116,7 +131,13 @@ pub fn entry(case: &Case) -> Result<(Value, Vec<(String, Vec<u8>)>), String> {
     });
     let mut files = Vec::new();
     match &case.input {
-        Input::Frames { settings, direction, max_body, bytes, decode_only } => {
+        Input::Frames {
+            settings,
+            direction,
+            max_body,
+            bytes,
+            decode_only,
+        } => {
             let file = format!("{}.bin", case.id);
             entry["kind"] = json!("frames");
             entry["format"] = json!(settings.format.name());

@@ -83,7 +83,10 @@ pub fn generate() -> Result<BTreeMap<PathBuf, Vec<u8>>, String> {
     let mut text = serde_json::to_string_pretty(&manifest).map_err(|e| e.to_string())?;
     text.push('\n');
     files.insert(PathBuf::from("vectors/manifest.json"), text.into_bytes());
-    files.insert(PathBuf::from("spec/generated/examples.adoc"), examples::render(&cases)?.into_bytes());
+    files.insert(
+        PathBuf::from("spec/generated/examples.adoc"),
+        examples::render(&cases)?.into_bytes(),
+    );
     Ok(files)
 }
 
@@ -112,7 +115,10 @@ pub fn verify(root: &Path) -> Result<usize, Vec<String>> {
     for (path, bytes) in &files {
         match std::fs::read(root.join(path)) {
             Ok(found) if &found == bytes => {}
-            Ok(_) => problems.push(format!("{}: differs from a fresh generation", path.display())),
+            Ok(_) => problems.push(format!(
+                "{}: differs from a fresh generation",
+                path.display()
+            )),
             Err(e) => problems.push(format!("{}: {e}", path.display())),
         }
     }
@@ -129,9 +135,16 @@ pub fn verify(root: &Path) -> Result<usize, Vec<String>> {
         let whole = json::expected(case, None);
         for chunking in CHUNKINGS {
             if json::expected(case, Some(chunking)) != whole {
-                problems.push(format!("{}: result differs when fed in chunks {chunking:?}", case.id));
+                problems.push(format!(
+                    "{}: result differs when fed in chunks {chunking:?}",
+                    case.id
+                ));
             }
         }
     }
-    if problems.is_empty() { Ok(cases.len()) } else { Err(problems) }
+    if problems.is_empty() {
+        Ok(cases.len())
+    } else {
+        Err(problems)
+    }
 }

@@ -53,7 +53,8 @@ impl Session {
     }
 
     fn server_side(&self, chunking: Option<&[usize]>) -> Value {
-        let mut server = Connection::server(self.server_options.clone(), MAX_BODY, SplitPolicy::SERVER);
+        let mut server =
+            Connection::server(self.server_options.clone(), MAX_BODY, SplitPolicy::SERVER);
         let mut side = Side::default();
         let (before, after) = self.client.split_at(self.server_responds_after);
         side.feed(&mut server, before, chunking);
@@ -85,10 +86,18 @@ impl Side {
         for chunk in json::chunks(bytes, chunking) {
             let result = conn.receive(chunk, &mut |event| {
                 match event {
-                    ConnectionEvent::Unframed { envelope, .. } => self.envelope(false, EnvelopeRecord::of(&envelope)),
-                    ConnectionEvent::Envelope(envelope) => self.envelope(true, EnvelopeRecord::of(&envelope)),
-                    ConnectionEvent::Frame(frame) => self.frames.push(json::frame_json(&FrameRecord::of(frame))),
-                    ConnectionEvent::Switched { offset, negotiated } => self.switched(offset, negotiated),
+                    ConnectionEvent::Unframed { envelope, .. } => {
+                        self.envelope(false, EnvelopeRecord::of(&envelope))
+                    }
+                    ConnectionEvent::Envelope(envelope) => {
+                        self.envelope(true, EnvelopeRecord::of(&envelope))
+                    }
+                    ConnectionEvent::Frame(frame) => {
+                        self.frames.push(json::frame_json(&FrameRecord::of(frame)))
+                    }
+                    ConnectionEvent::Switched { offset, negotiated } => {
+                        self.switched(offset, negotiated)
+                    }
                 }
                 Ok(())
             });
@@ -162,23 +171,35 @@ impl Script {
 
     /// Several requests written together (packed into one frame once framed).
     fn requests(&mut self, bodies: &[(i16, Opcode, Vec<u8>)]) -> &mut Self {
-        let envelopes: Vec<Vec<u8>> = bodies.iter().map(|(s, op, b)| envelope_bytes(self.version, self.flags, *s, *op, b)).collect();
+        let envelopes: Vec<Vec<u8>> = bodies
+            .iter()
+            .map(|(s, op, b)| envelope_bytes(self.version, self.flags, *s, *op, b))
+            .collect();
         let refs: Vec<&[u8]> = envelopes.iter().map(Vec::as_slice).collect();
         let start = self.c2s.len();
-        self.client.send(&refs, &mut self.c2s).expect("reference client sends");
-        self.server.receive(&self.c2s[start..], &mut |_| Ok(())).expect("reference server accepts");
+        self.client
+            .send(&refs, &mut self.c2s)
+            .expect("reference client sends");
+        self.server
+            .receive(&self.c2s[start..], &mut |_| Ok(()))
+            .expect("reference server accepts");
         self
     }
 
     fn response(&mut self, stream: i16, opcode: Opcode, body: &[u8]) -> &mut Self {
         let e = envelope_bytes(self.version | 0x80, self.flags, stream, opcode, body);
-        let startup_response = self.server.negotiated().is_none() && self.client_switch.is_some() && stream == 1;
+        let startup_response =
+            self.server.negotiated().is_none() && self.client_switch.is_some() && stream == 1;
         if startup_response {
             self.server_responds_after = self.c2s.len();
         }
         let start = self.s2c.len();
-        self.server.send(&[&e], &mut self.s2c).expect("reference server sends");
-        self.client.receive(&self.s2c[start..], &mut |_| Ok(())).expect("reference client accepts");
+        self.server
+            .send(&[&e], &mut self.s2c)
+            .expect("reference server sends");
+        self.client
+            .receive(&self.s2c[start..], &mut |_| Ok(()))
+            .expect("reference client accepts");
         if startup_response {
             self.server_switch = Some(self.s2c.len());
         }
@@ -203,11 +224,26 @@ impl Script {
 fn supported(options: &ServerOptions) -> Vec<u8> {
     let mut entries = vec![
         ("CQL_VERSION", vec!["3.4.7".to_string()]),
-        ("COMPRESSION", if options.lz4 { vec!["lz4".to_string()] } else { vec![] }),
-        ("PROTOCOL_VERSIONS", ["3/v3", "4/v4", "5/v5", "6/v6-beta"].map(String::from).to_vec()),
+        (
+            "COMPRESSION",
+            if options.lz4 {
+                vec!["lz4".to_string()]
+            } else {
+                vec![]
+            },
+        ),
+        (
+            "PROTOCOL_VERSIONS",
+            ["3/v3", "4/v4", "5/v5", "6/v6-beta"]
+                .map(String::from)
+                .to_vec(),
+        ),
     ];
     if let Some(list) = &options.checksums {
-        entries.push(("FRAME_CHECKSUMS", list.iter().map(|c| c.name().to_string()).collect()));
+        entries.push((
+            "FRAME_CHECKSUMS",
+            list.iter().map(|c| c.name().to_string()).collect(),
+        ));
     }
     body::string_multimap(&entries)
 }
@@ -217,45 +253,130 @@ fn supported(options: &ServerOptions) -> Vec<u8> {
 fn conversation(version: u8, flags: u8, startup: &[(&str, &str)], response: Opcode) -> Session {
     let options = ServerOptions::default();
     let mut s = Script::new(version, flags, options.clone());
-    s.request(0, Opcode::Options, &[]).response(0, Opcode::Supported, &supported(&options));
+    s.request(0, Opcode::Options, &[])
+        .response(0, Opcode::Supported, &supported(&options));
     s.request(1, Opcode::Startup, &body::string_map(startup));
     s.response(1, response, &[]);
     if response == Opcode::Authenticate {
-        s.request(2, Opcode::AuthResponse, b"\0cassandra\0cassandra").response(2, Opcode::AuthSuccess, &[]);
+        s.request(2, Opcode::AuthResponse, b"\0cassandra\0cassandra")
+            .response(2, Opcode::AuthSuccess, &[]);
     }
     s.requests(&[
-        (3, Opcode::Query, cql::query("SELECT k, v FROM ks.table WHERE k = 'row-000001'", version)),
-        (4, Opcode::Query, cql::query("SELECT k, v FROM ks.table", version)),
+        (
+            3,
+            Opcode::Query,
+            cql::query("SELECT k, v FROM ks.table WHERE k = 'row-000001'", version),
+        ),
+        (
+            4,
+            Opcode::Query,
+            cql::query("SELECT k, v FROM ks.table", version),
+        ),
     ]);
-    s.response(3, Opcode::Result, &cql::rows(1, 100)).response(4, Opcode::Result, &cql::rows(600, 700));
+    s.response(3, Opcode::Result, &cql::rows(1, 100)).response(
+        4,
+        Opcode::Result,
+        &cql::rows(600, 700),
+    );
     s.session()
 }
 
-fn case(id: &str, description: &str, rules: &[&'static str], breaks: Option<&'static str>, session: Session) -> Case {
-    Case { id: format!("session.{id}"), description: description.into(), rules: rules.to_vec(), breaks, input: Input::Session(session) }
+fn case(
+    id: &str,
+    description: &str,
+    rules: &[&'static str],
+    breaks: Option<&'static str>,
+    session: Session,
+) -> Case {
+    Case {
+        id: format!("session.{id}"),
+        description: description.into(),
+        rules: rules.to_vec(),
+        breaks,
+        input: Input::Session(session),
+    }
 }
 
 pub fn cases() -> Vec<Case> {
     let cql = ("CQL_VERSION", "3.0.0");
-    let base = ["LIFE-1", "LIFE-3", "LIFE-4", "LIFE-5", "RECV-4", "RECV-6", "SEND-3"];
+    let base = [
+        "LIFE-1", "LIFE-3", "LIFE-4", "LIFE-5", "RECV-4", "RECV-6", "SEND-3",
+    ];
     let with = |extra: &[&'static str]| [&base[..], extra].concat();
     let mut all = vec![
-        case("v4", "Protocol v4: no framing ever, a 420 KB result unframed.", &["LIFE-2", "NEG-7"], None,
-            conversation(4, 0, &[cql, ("FRAME_CHECKSUM", "crc32c")], Opcode::Ready)),
-        case("v5", "Protocol v5 without options: uncompressed frames, CRC32.", &with(&["NEG-1", "NEG-5", "CRC-2", "NEG-3"]), None,
-            conversation(5, 0, &[cql], Opcode::Ready)),
-        case("v5-lz4", "Protocol v5 with COMPRESSION=lz4.", &with(&["NEG-1", "LZ4-1", "LZ4-3"]), None,
-            conversation(5, 0, &[cql, ("COMPRESSION", "lz4")], Opcode::Ready)),
-        case("v5-crc32c", "CRC32C opted into after SUPPORTED listed it.", &with(&["NEG-3", "NEG-4", "NEG-5", "FMT-5", "FMT-13", "CRC-3", "NEG-8"]), None,
-            conversation(5, 0, &[cql, ("FRAME_CHECKSUM", "crc32c")], Opcode::Ready)),
-        case("v5-crc32c-lz4", "CRC32C and LZ4 together.", &with(&["NEG-1", "NEG-5", "FMT-9", "FMT-13", "CRC-3", "CRC-4"]), None,
-            conversation(5, 0, &[cql, ("COMPRESSION", "LZ4"), ("FRAME_CHECKSUM", "CRC32C")], Opcode::Ready)),
-        case("v6-beta", "Protocol v6-beta with USE_BETA on every envelope: framed as v5.", &with(&["ENV-5", "LIFE-2"]), None,
-            conversation(6, FLAG_USE_BETA, &[cql, ("FRAME_CHECKSUM", "crc32c")], Opcode::Ready)),
-        case("v5-authenticate", "AUTHENTICATE answers STARTUP: framing starts there; AUTH_RESPONSE is framed.", &with(&[]), None,
-            conversation(5, 0, &[cql, ("COMPRESSION", "lz4")], Opcode::Authenticate)),
-        case("v5-startup-error", "ERROR answers STARTUP: both sides then frame uncompressed with CRC32.", &with(&["LIFE-8"]), None,
-            conversation(5, 0, &[cql, ("COMPRESSION", "lz4"), ("FRAME_CHECKSUM", "crc32c")], Opcode::Error)),
+        case(
+            "v4",
+            "Protocol v4: no framing ever, a 420 KB result unframed.",
+            &["LIFE-2", "NEG-7"],
+            None,
+            conversation(4, 0, &[cql, ("FRAME_CHECKSUM", "crc32c")], Opcode::Ready),
+        ),
+        case(
+            "v5",
+            "Protocol v5 without options: uncompressed frames, CRC32.",
+            &with(&["NEG-1", "NEG-5", "CRC-2", "NEG-3"]),
+            None,
+            conversation(5, 0, &[cql], Opcode::Ready),
+        ),
+        case(
+            "v5-lz4",
+            "Protocol v5 with COMPRESSION=lz4.",
+            &with(&["NEG-1", "LZ4-1", "LZ4-3"]),
+            None,
+            conversation(5, 0, &[cql, ("COMPRESSION", "lz4")], Opcode::Ready),
+        ),
+        case(
+            "v5-crc32c",
+            "CRC32C opted into after SUPPORTED listed it.",
+            &with(&[
+                "NEG-3", "NEG-4", "NEG-5", "FMT-5", "FMT-13", "CRC-3", "NEG-8",
+            ]),
+            None,
+            conversation(5, 0, &[cql, ("FRAME_CHECKSUM", "crc32c")], Opcode::Ready),
+        ),
+        case(
+            "v5-crc32c-lz4",
+            "CRC32C and LZ4 together.",
+            &with(&["NEG-1", "NEG-5", "FMT-9", "FMT-13", "CRC-3", "CRC-4"]),
+            None,
+            conversation(
+                5,
+                0,
+                &[cql, ("COMPRESSION", "LZ4"), ("FRAME_CHECKSUM", "CRC32C")],
+                Opcode::Ready,
+            ),
+        ),
+        case(
+            "v6-beta",
+            "Protocol v6-beta with USE_BETA on every envelope: framed as v5.",
+            &with(&["ENV-5", "LIFE-2"]),
+            None,
+            conversation(
+                6,
+                FLAG_USE_BETA,
+                &[cql, ("FRAME_CHECKSUM", "crc32c")],
+                Opcode::Ready,
+            ),
+        ),
+        case(
+            "v5-authenticate",
+            "AUTHENTICATE answers STARTUP: framing starts there; AUTH_RESPONSE is framed.",
+            &with(&[]),
+            None,
+            conversation(5, 0, &[cql, ("COMPRESSION", "lz4")], Opcode::Authenticate),
+        ),
+        case(
+            "v5-startup-error",
+            "ERROR answers STARTUP: both sides then frame uncompressed with CRC32.",
+            &with(&["LIFE-8"]),
+            None,
+            conversation(
+                5,
+                0,
+                &[cql, ("COMPRESSION", "lz4"), ("FRAME_CHECKSUM", "crc32c")],
+                Opcode::Error,
+            ),
+        ),
     ];
     all.extend(violations());
     all
@@ -263,22 +384,43 @@ pub fn cases() -> Vec<Case> {
 
 /// Handshake violations, written by hand where the reference ends refuse to.
 fn violations() -> Vec<Case> {
-    let startup = |options: &[(&str, &str)]| envelope_bytes(5, 0, 1, Opcode::Startup, &body::string_map(options));
-    let ready = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
-    let event = envelope_bytes(0x85, 0, -1, Opcode::Event, &body::string_map(&[("TOPOLOGY_CHANGE", "NEW_NODE")]));
-    let plain = |client: Vec<u8>, server: Vec<u8>, client_switch, server_switch, responds_after| Session {
-        client, server, client_switch, server_switch, server_responds_after: responds_after, server_options: ServerOptions::default(),
+    let startup = |options: &[(&str, &str)]| {
+        envelope_bytes(5, 0, 1, Opcode::Startup, &body::string_map(options))
     };
+    let ready = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
+    let event = envelope_bytes(
+        0x85,
+        0,
+        -1,
+        Opcode::Event,
+        &body::string_map(&[("TOPOLOGY_CHANGE", "NEW_NODE")]),
+    );
+    let plain =
+        |client: Vec<u8>, server: Vec<u8>, client_switch, server_switch, responds_after| Session {
+            client,
+            server,
+            client_switch,
+            server_switch,
+            server_responds_after: responds_after,
+            server_options: ServerOptions::default(),
+        };
     let framed = |settings: FrameSettings, envelope: &[u8]| {
         let mut out = Vec::new();
         FrameEncoder::new(settings, SplitPolicy::DRIVERS).write_envelopes([envelope], &mut out);
         out
     };
 
-    let framed_startup = framed(FrameSettings::default(), &startup(&[("CQL_VERSION", "3.0.0")]));
+    let framed_startup = framed(
+        FrameSettings::default(),
+        &startup(&[("CQL_VERSION", "3.0.0")]),
+    );
     let good_startup = startup(&[("CQL_VERSION", "3.0.0")]);
     let after_switch = [ready.clone(), event.clone()].concat();
-    let pipelined = [good_startup.clone(), envelope_bytes(5, 0, 2, Opcode::Query, &cql::query("SELECT 1", 5))].concat();
+    let pipelined = [
+        good_startup.clone(),
+        envelope_bytes(5, 0, 2, Opcode::Query, &cql::query("SELECT 1", 5)),
+    ]
+    .concat();
     let old_server = [ready.clone(), framed(FrameSettings::default(), &event)].concat();
     let crc32c_startup = startup(&[("CQL_VERSION", "3.0.0"), ("FRAME_CHECKSUM", "crc32c")]);
     let n = good_startup.len();

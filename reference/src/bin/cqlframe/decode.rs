@@ -24,9 +24,16 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<(), Failure> {
     let bytes = args.input.read()?;
-    let t = Transcript::decode(args.settings.get(), args.max_envelope_body, [bytes.as_slice()]);
+    let t = Transcript::decode(
+        args.settings.get(),
+        args.max_envelope_body,
+        [bytes.as_slice()],
+    );
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&t).expect("transcript serialises"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&t).expect("transcript serialises")
+        );
     } else {
         print_text(&t);
     }
@@ -56,7 +63,11 @@ fn print_text(t: &Transcript) {
         println!(
             "envelope: v{} {}, flags {:#04x}, stream {}, {}, length {}",
             e.version & !RESPONSE_BIT,
-            if e.version & RESPONSE_BIT != 0 { "response" } else { "request" },
+            if e.version & RESPONSE_BIT != 0 {
+                "response"
+            } else {
+                "request"
+            },
             e.flags,
             e.stream,
             e.opcode_name,
@@ -64,6 +75,12 @@ fn print_text(t: &Transcript) {
         );
     }
     if let Some(err) = &t.error {
-        println!("error: {} {} at byte {}: {}", err.rule(), err.kind.name(), err.offset, err.kind);
+        println!(
+            "error: {} {} at byte {}: {}",
+            err.rule(),
+            err.kind.name(),
+            err.offset,
+            err.kind
+        );
     }
 }

@@ -26,7 +26,11 @@ pub struct Args {
 pub fn run(args: Args) -> Result<(), Failure> {
     let bytes = args.input.read()?;
     let envelopes = split_envelopes(&bytes).map_err(|e| Failure::Io(e.to_string()))?;
-    let policy = if args.server_split { SplitPolicy::SERVER } else { SplitPolicy::DRIVERS };
+    let policy = if args.server_split {
+        SplitPolicy::SERVER
+    } else {
+        SplitPolicy::DRIVERS
+    };
     let mut out = Vec::new();
     FrameEncoder::new(args.settings.get(), policy).write_envelopes(envelopes, &mut out);
     if args.hex_output {

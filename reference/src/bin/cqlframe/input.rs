@@ -3,7 +3,7 @@
 use crate::Failure;
 use clap::{Args as ClapArgs, ValueEnum};
 use cqlframe::checksum::PayloadChecksum;
-use cqlframe::format::{FrameSettings, Format};
+use cqlframe::format::{Format, FrameSettings};
 use std::io::Read;
 use std::path::PathBuf;
 
@@ -23,12 +23,16 @@ impl Input {
             let clean: String = h.chars().filter(|c| !c.is_whitespace()).collect();
             return hex::decode(clean).map_err(|e| Failure::Io(format!("--hex: {e}")));
         }
-        let path = self.file.as_ref().expect("clap requires FILE without --hex");
+        let path = self
+            .file
+            .as_ref()
+            .expect("clap requires FILE without --hex");
         let mut bytes = Vec::new();
         if path.as_os_str() == "-" {
             std::io::stdin().read_to_end(&mut bytes)?;
         } else {
-            bytes = std::fs::read(path).map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?;
+            bytes =
+                std::fs::read(path).map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?;
         }
         Ok(bytes)
     }

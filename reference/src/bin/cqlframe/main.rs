@@ -13,8 +13,14 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "cqlframe", version, about = "Reference tools for CQL native protocol framing (v5, v6-beta, CRC32C)")]
-#[command(after_help = "Exit codes: 0 success, 1 the input breaks a framing rule, 2 usage error, 3 I/O error.")]
+#[command(
+    name = "cqlframe",
+    version,
+    about = "Reference tools for CQL native protocol framing (v5, v6-beta, CRC32C)"
+)]
+#[command(
+    after_help = "Exit codes: 0 success, 1 the input breaks a framing rule, 2 usage error, 3 I/O error."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
