@@ -307,13 +307,15 @@ fn valid(c: &mut Cases, s: FrameSettings) {
     } else {
         "FMT-6"
     };
-    c.add(
+    c.add_with(
         s,
         "reserved-bits-set",
-        "Every reserved header bit set (CRC24 valid): a receiver ignores them.",
+        "Every reserved header bit set (CRC24 valid): a receiver ignores them. No conforming sender writes this (decode only).",
         &with(&["FMT-12", rsv_rule]),
         None,
         reserved,
+        DEFAULT_MAX_BODY,
+        true,
     );
 }
 

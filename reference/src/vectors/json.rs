@@ -72,7 +72,8 @@ pub fn error_json(error: Option<&FramingError>) -> Value {
     json!({ "rule": e.rule(), "kind": e.kind.name(), "offset": e.offset, "detail": detail })
 }
 
-fn transcript_json(t: &Transcript) -> Value {
+/// A transcript in the manifest's `expected` layout (also `cqlframe decode --json`).
+pub fn transcript_json(t: &Transcript) -> Value {
     json!({
         "frames": t.frames.iter().map(frame_json).collect::<Vec<_>>(),
         "envelopes": t.envelopes.iter().map(envelope_json).collect::<Vec<_>>(),

@@ -5,7 +5,7 @@
 mod cql;
 mod examples;
 mod frames;
-mod json;
+pub mod json;
 mod sessions;
 
 use crate::format::FrameSettings;
@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 /// Version of the manifest layout; bumped when a field changes meaning.
 pub const MANIFEST_VERSION: u32 = 1;
 /// Envelope body limit of a receiver unless a case says otherwise (RECV-12).
-pub const DEFAULT_MAX_BODY: u32 = 16 << 20;
+pub const DEFAULT_MAX_BODY: u32 = crate::assembler::DEFAULT_MAX_ENVELOPE_BODY;
 /// How a case's bytes are fed besides whole: each list of chunk sizes repeats to the end.
 pub const CHUNKINGS: [&[usize]; 3] = [&[1], &[7], &[13, 1, 64, 3, 1500, 2]];
 
