@@ -1,0 +1,115 @@
+//! The three checksums of CQL native protocol framing.
+//!
+//! - [`crc24`]: the frame header check (CRC-24 with Cassandra's parameters), over the 3 header
+//!   bytes of an uncompressed frame or the 5 of an LZ4 frame, in wire order.
+//! - [`crc32`]: the protocol v5 payload check: IEEE CRC-32 of `FA 2D 55 CA` followed by the payload.
+//! - [`crc32c`]: the payload check negotiated with `FRAME_CHECKSUM=crc32c`: unseeded CRC-32C.
+//!
+//! [`bitwise`] holds the readable one-bit-at-a-time definitions every fast path is tested against.
+//!
+//! # Paths
+//!
+//! Each checksum has several implementations, the [`Path`]s:
+//!
+//! - CRC-24 is table-driven: a 3- or 5-byte header is five (three) independent lookups in
+//!   positional tables, since the CRC is affine in the message (see `crc24.rs`).
+//! - CRC-32 and CRC-32C have a portable slice-by-16 path with tables built by `const fn`.
+//! - On x86-64: carry-less multiplication folding, 128-bit (PCLMULQDQ) and 256-bit (VPCLMULQDQ),
+//!   for both polynomials, ending in a Barrett reduction; for CRC-32C, the SSE4.2 `crc32` instruction on three interleaved chains
+//!   joined by PCLMULQDQ, and a fused path running VPCLMULQDQ folding on part of each block while
+//!   three `crc32` chains run on the rest (the two units are separate, so their throughputs add).
+//! - On AArch64: the `crc32x`/`crc32cx` instructions.
+//!
+//! The v5 seed `FA 2D 55 CA` is a constant prefix: every CRC-32 path starts from the register
+//! state it leaves, computed at compile time. Every folding, shifting and joining constant is
+//! derived at compile time from the polynomial by the `const fn`s of `gf2.rs`: no constant table
+//! is copied from elsewhere.
+//!
+//! The public functions use, per checksum, the fastest path the CPU has (detected at run time
+//! with `is_x86_feature_detected!`/`is_aarch64_feature_detected!`), chosen once on first use and
+//! cached. The environment variable **`CQLFRAME_CRC_PATH`**, read once at that point, forces a
+//! path by its [`Path::name`] (`bitwise`, `table`, `sse42`, `pclmul`, `vpclmul`, `vpclmul-fused`,
+//! `aarch64-crc`) for every checksum it computes and the CPU can run; the others, and any
+//! unknown name, keep the automatic choice. [`selected_path`] tells which path is in use;
+//! [`crc24_with`], [`crc32_with`] and [`crc32c_with`] run one path explicitly.
+
+pub mod bitwise;
+mod crc24;
+mod path;
+mod table;
+
+#[cfg(target_arch = "aarch64")]
+mod aarch64;
+#[cfg(target_arch = "x86_64")]
+mod gf2;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+pub use path::{available_paths, selected_path, Algorithm, Path};
+
+/// The environment variable that forces a [`Path`] (see the crate documentation).
+pub const ENV_PATH: &str = "CQLFRAME_CRC_PATH";
+
+/// CRC-24 of a frame header's length/flag bytes (spec rule CRC-1).
+#[inline]
+pub fn crc24(bytes: &[u8]) -> u32 {
+    // Inlined here rather than called through the kernel pointer: a header is a few lookups.
+    match selected_path(Algorithm::Crc24) {
+        Path::Bitwise => bitwise::crc24(bytes),
+        _ => crc24::compute(bytes),
+    }
+}
+
+/// The protocol v5 payload checksum: IEEE CRC-32 seeded with `FA 2D 55 CA` (spec rule CRC-2).
+#[inline]
+pub fn crc32(payload: &[u8]) -> u32 {
+    path::checksum_selected(Algorithm::Crc32, payload)
+}
+
+/// Unseeded CRC-32C (Castagnoli) of a payload (spec rule CRC-3).
+#[inline]
+pub fn crc32c(payload: &[u8]) -> u32 {
+    path::checksum_selected(Algorithm::Crc32c, payload)
+}
+
+/// [`crc24`] through `path`; `None` if the CPU cannot run it or it does not compute CRC-24.
+pub fn crc24_with(path: Path, bytes: &[u8]) -> Option<u32> {
+    path::checksum_with(Algorithm::Crc24, path, bytes)
+}
+
+/// [`crc32`] through `path`; `None` if the CPU cannot run it or it does not compute CRC-32.
+pub fn crc32_with(path: Path, payload: &[u8]) -> Option<u32> {
+    path::checksum_with(Algorithm::Crc32, path, payload)
+}
+
+/// [`crc32c`] through `path`; `None` if the CPU cannot run it or it does not compute CRC-32C.
+pub fn crc32c_with(path: Path, payload: &[u8]) -> Option<u32> {
+    path::checksum_with(Algorithm::Crc32c, path, payload)
+}
+
+/// The payload checksum algorithm of a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PayloadChecksum {
+    /// Seeded IEEE CRC-32, the protocol v5 default.
+    Crc32,
+    /// Unseeded CRC-32C, negotiated through `FRAME_CHECKSUM=crc32c`.
+    Crc32c,
+}
+
+impl PayloadChecksum {
+    /// The checksum of `payload` under this algorithm.
+    pub fn compute(self, payload: &[u8]) -> u32 {
+        match self {
+            PayloadChecksum::Crc32 => crc32(payload),
+            PayloadChecksum::Crc32c => crc32c(payload),
+        }
+    }
+
+    /// The name used on the wire (`FRAME_CHECKSUMS` / `FRAME_CHECKSUM` values).
+    pub fn name(self) -> &'static str {
+        match self {
+            PayloadChecksum::Crc32 => "crc32",
+            PayloadChecksum::Crc32c => "crc32c",
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The implementations ("paths") of each checksum, which of them this CPU can run, and the one
+//! the public functions use: chosen once per checksum, on first use, from run-time CPU feature
+//! detection, unless `CQLFRAME_CRC_PATH` names another, and kept as a function pointer.
+
+use std::sync::OnceLock;
+
+use crate::bitwise;
+use crate::table;
+#[cfg(target_arch = "x86_64")]
+use crate::x86;
+use crate::{crc24, ENV_PATH};
+
+/// The three checksums of the framing layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// [`crate::crc24`].
+    Crc24,
+    /// [`crate::crc32`].
+    Crc32,
+    /// [`crate::crc32c`].
+    Crc32c,
+}
+
+/// One implementation of the checksums. Each computes the same values; they differ in speed
+/// and in what the CPU must have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Path {
+    /// One bit at a time ([`crate::bitwise`]): the reference. All three checksums.
+    Bitwise,
+    /// Tables built at compile time: slice-by-16 for CRC-32/CRC-32C; for CRC-24, positional
+    /// tables for 3- and 5-byte headers and a byte table otherwise. All three checksums.
+    Table,
+    /// x86-64 SSE4.2 `crc32` instruction on three interleaved chains joined with PCLMULQDQ.
+    /// CRC-32C only.
+    Sse42,
+    /// x86-64 128-bit PCLMULQDQ folding (with SSE4.1 and SSSE3). CRC-32 and CRC-32C.
+    Pclmul,
+    /// x86-64 256-bit VPCLMULQDQ folding (with AVX2). CRC-32 and CRC-32C.
+    Vpclmul,
+    /// x86-64 VPCLMULQDQ folding running alongside three `crc32` chains. CRC-32C only.
+    VpclmulFused,
+    /// AArch64 `crc32x`/`crc32cx` instructions (feature `crc`). CRC-32 and CRC-32C.
+    Aarch64Crc,
+}
+
+impl Path {
+    /// Every path, in declaration order.
+    pub const ALL: [Path; 7] = [
+        Path::Bitwise,
+        Path::Table,
+        Path::Sse42,
+        Path::Pclmul,
+        Path::Vpclmul,
+        Path::VpclmulFused,
+        Path::Aarch64Crc,
+    ];
+
+    /// The path's name, as `CQLFRAME_CRC_PATH` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Path::Bitwise => "bitwise",
+            Path::Table => "table",
+            Path::Sse42 => "sse42",
+            Path::Pclmul => "pclmul",
+            Path::Vpclmul => "vpclmul",
+            Path::VpclmulFused => "vpclmul-fused",
+            Path::Aarch64Crc => "aarch64-crc",
+        }
+    }
+
+    /// The path called `name` (see [`Path::name`]).
+    pub fn from_name(name: &str) -> Option<Path> {
+        Path::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Whether this CPU can run the path (detected at run time).
+    pub fn is_available(self) -> bool {
+        match self {
+            Path::Bitwise | Path::Table => true,
+            #[cfg(target_arch = "x86_64")]
+            Path::Sse42 => {
+                is_x86_feature_detected!("sse4.2") && is_x86_feature_detected!("pclmulqdq")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Path::Pclmul => {
+                is_x86_feature_detected!("pclmulqdq")
+                    && is_x86_feature_detected!("sse4.1")
+                    && is_x86_feature_detected!("ssse3")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Path::Vpclmul => {
+                Path::Pclmul.is_available()
+                    && is_x86_feature_detected!("avx2")
+                    && is_x86_feature_detected!("vpclmulqdq")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Path::VpclmulFused => Path::Vpclmul.is_available() && Path::Sse42.is_available(),
+            #[cfg(target_arch = "aarch64")]
+            Path::Aarch64Crc => std::arch::is_aarch64_feature_detected!("crc"),
+            _ => false,
+        }
+    }
+
+    /// Whether the path computes `algorithm` (whatever the CPU).
+    pub fn computes(self, algorithm: Algorithm) -> bool {
+        match self {
+            Path::Bitwise | Path::Table => true,
+            Path::Pclmul | Path::Vpclmul | Path::Aarch64Crc => algorithm != Algorithm::Crc24,
+            Path::Sse42 | Path::VpclmulFused => algorithm == Algorithm::Crc32c,
+        }
+    }
+}
+
+/// The paths this CPU can run, in declaration order.
+pub fn available_paths() -> Vec<Path> {
+    Path::ALL.into_iter().filter(|p| p.is_available()).collect()
+}
+
+/// An implementation of one checksum: its whole computation, from the algorithm's initial
+/// register to the final XOR. `unsafe` because most need CPU features checked beforehand.
+type Kernel = unsafe fn(&[u8]) -> u32;
+
+/// The implementation of `algorithm` through `path` on this target, if there is one.
+fn kernel(algorithm: Algorithm, path: Path) -> Option<Kernel> {
+    use Algorithm::{Crc24, Crc32, Crc32c};
+    let kernel: Kernel = match (algorithm, path) {
+        (Crc24, Path::Bitwise) => bitwise::crc24,
+        (Crc24, Path::Table) => crc24::compute,
+        (Crc32, Path::Bitwise) => bitwise::crc32,
+        (Crc32, Path::Table) => table::crc32,
+        (Crc32c, Path::Bitwise) => bitwise::crc32c,
+        (Crc32c, Path::Table) => table::crc32c,
+        #[cfg(target_arch = "x86_64")]
+        (Crc32, Path::Pclmul) => x86::crc32_pclmul,
+        #[cfg(target_arch = "x86_64")]
+        (Crc32c, Path::Pclmul) => x86::crc32c_pclmul,
+        #[cfg(target_arch = "x86_64")]
+        (Crc32, Path::Vpclmul) => x86::crc32_vpclmul,
+        #[cfg(target_arch = "x86_64")]
+        (Crc32c, Path::Vpclmul) => x86::crc32c_vpclmul,
+        #[cfg(target_arch = "x86_64")]
+        (Crc32c, Path::Sse42) => x86::crc32c_sse42,
+        #[cfg(target_arch = "x86_64")]
+        (Crc32c, Path::VpclmulFused) => x86::crc32c_fused,
+        #[cfg(target_arch = "aarch64")]
+        (Crc32, Path::Aarch64Crc) => crate::aarch64::crc32,
+        #[cfg(target_arch = "aarch64")]
+        (Crc32c, Path::Aarch64Crc) => crate::aarch64::crc32c,
+        _ => return None,
+    };
+    Some(kernel)
+}
+
+/// The path and kernel the public functions use for `algorithm`, chosen on first use.
+#[inline]
+fn selected(algorithm: Algorithm) -> (Path, Kernel) {
+    static SELECTED: [OnceLock<(Path, Kernel)>; 3] =
+        [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    *SELECTED[algorithm as usize].get_or_init(|| select(algorithm))
+}
+
+#[cold]
+fn select(algorithm: Algorithm) -> (Path, Kernel) {
+    let path = choose(algorithm);
+    // Every chosen path has a kernel; the table one is always there.
+    let table: Kernel = match algorithm {
+        Algorithm::Crc24 => crc24::compute,
+        Algorithm::Crc32 => table::crc32,
+        Algorithm::Crc32c => table::crc32c,
+    };
+    kernel(algorithm, path).map_or((Path::Table, table), |k| (path, k))
+}
+
+/// The path the public functions use for `algorithm`: `CQLFRAME_CRC_PATH` if it names an
+/// available path that computes `algorithm`, otherwise the fastest available one.
+#[inline]
+pub fn selected_path(algorithm: Algorithm) -> Path {
+    selected(algorithm).0
+}
+
+fn choose(algorithm: Algorithm) -> Path {
+    let forced = std::env::var(ENV_PATH)
+        .ok()
+        .and_then(|name| Path::from_name(name.trim()));
+    let usable = |p: &Path| p.computes(algorithm) && p.is_available();
+    if let Some(path) = forced.filter(usable) {
+        return path;
+    }
+    let preference: &[Path] = match algorithm {
+        Algorithm::Crc24 => &[],
+        Algorithm::Crc32 => &[Path::Vpclmul, Path::Pclmul, Path::Aarch64Crc],
+        Algorithm::Crc32c => &[Path::VpclmulFused, Path::Sse42, Path::Aarch64Crc],
+    };
+    preference
+        .iter()
+        .copied()
+        .find(usable)
+        .unwrap_or(Path::Table)
+}
+
+/// The checksum `algorithm` of `data` through `path`, if this CPU can run it and it computes
+/// `algorithm`.
+pub(crate) fn checksum_with(algorithm: Algorithm, path: Path, data: &[u8]) -> Option<u32> {
+    let kernel = kernel(algorithm, path).filter(|_| path.is_available())?;
+    // SAFETY: the CPU has the path's features (just checked).
+    Some(unsafe { kernel(data) })
+}
+
+/// The checksum through the selected path.
+#[inline]
+pub(crate) fn checksum_selected(algorithm: Algorithm, data: &[u8]) -> u32 {
+    let (_, kernel) = selected(algorithm);
+    // SAFETY: `selected` only keeps kernels of available paths.
+    unsafe { kernel(data) }
+}

@@ -1,0 +1,82 @@
+//! x86-64 kernels. Each is `unsafe`: the caller must have checked, at run time, that the CPU has
+//! the features the kernel enables (see [`crate::Path::is_available`]). Each is one
+//! `#[target_feature]` function into which its whole computation is inlined.
+
+mod crc32c;
+mod fold;
+
+use crate::bitwise::{CRC32C_POLY, CRC32_POLY};
+use crate::table::{self, Tables, CRC32_SEEDED};
+use fold::FoldKeys;
+
+/// What a folding kernel needs of its polynomial: the keys, and the tables for inputs shorter
+/// than a lane.
+pub(crate) struct Poly {
+    pub(crate) keys: FoldKeys,
+    tables: &'static Tables,
+}
+
+static IEEE: Poly = Poly {
+    keys: FoldKeys::new(CRC32_POLY),
+    tables: &table::CRC32,
+};
+pub(crate) static CASTAGNOLI: Poly = Poly {
+    keys: FoldKeys::new(CRC32C_POLY),
+    tables: &table::CRC32C,
+};
+
+/// Register update with 128-bit PCLMULQDQ folding.
+#[inline]
+#[target_feature(enable = "pclmulqdq,sse4.1,ssse3")]
+fn pclmul(poly: &Poly, state: u32, data: &[u8]) -> u32 {
+    if data.len() < 16 {
+        return table::update(state, poly.tables, data);
+    }
+    fold::reduce(fold::fold_pclmul(state, data, &poly.keys), &poly.keys)
+}
+
+/// Register update with 256-bit VPCLMULQDQ folding.
+#[inline]
+#[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,sse4.1,ssse3")]
+fn vpclmul(poly: &Poly, state: u32, data: &[u8]) -> u32 {
+    if data.len() < 16 {
+        return table::update(state, poly.tables, data);
+    }
+    fold::reduce(fold::fold_vpclmul(state, data, &poly.keys), &poly.keys)
+}
+
+/// [`crate::crc32`] with PCLMULQDQ.
+#[target_feature(enable = "pclmulqdq,sse4.1,ssse3")]
+pub(crate) unsafe fn crc32_pclmul(payload: &[u8]) -> u32 {
+    !pclmul(&IEEE, CRC32_SEEDED, payload)
+}
+
+/// [`crate::crc32c`] with PCLMULQDQ.
+#[target_feature(enable = "pclmulqdq,sse4.1,ssse3")]
+pub(crate) unsafe fn crc32c_pclmul(payload: &[u8]) -> u32 {
+    !pclmul(&CASTAGNOLI, !0, payload)
+}
+
+/// [`crate::crc32`] with VPCLMULQDQ.
+#[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,sse4.1,ssse3")]
+pub(crate) unsafe fn crc32_vpclmul(payload: &[u8]) -> u32 {
+    !vpclmul(&IEEE, CRC32_SEEDED, payload)
+}
+
+/// [`crate::crc32c`] with VPCLMULQDQ.
+#[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,sse4.1,ssse3")]
+pub(crate) unsafe fn crc32c_vpclmul(payload: &[u8]) -> u32 {
+    !vpclmul(&CASTAGNOLI, !0, payload)
+}
+
+/// [`crate::crc32c`] with three interleaved `crc32` chains.
+#[target_feature(enable = "sse4.2,pclmulqdq")]
+pub(crate) unsafe fn crc32c_sse42(payload: &[u8]) -> u32 {
+    !crc32c::sse42(!0, payload)
+}
+
+/// [`crate::crc32c`] with VPCLMULQDQ folding fused with `crc32` chains.
+#[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,sse4.2,sse4.1,ssse3")]
+pub(crate) unsafe fn crc32c_fused(payload: &[u8]) -> u32 {
+    !crc32c::fused(!0, payload)
+}

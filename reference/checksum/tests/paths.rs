@@ -1,0 +1,188 @@
+//! Every path this CPU runs, against the bit-at-a-time reference: every length 0..=2048 at
+//! every alignment 0..=63, the lengths around the block sizes of the striped paths, and large
+//! random buffers.
+
+mod common;
+
+use common::{random_bytes, with};
+use cqlframe_checksum::{available_paths, bitwise, Algorithm, Path};
+
+const MAX_LEN: usize = 2048;
+const ALGORITHMS: [Algorithm; 3] = [Algorithm::Crc24, Algorithm::Crc32, Algorithm::Crc32c];
+
+/// The alignments swept: all 64 in release builds; in debug builds (where the sweep would take
+/// minutes) the interesting ones.
+fn alignments() -> Vec<usize> {
+    if cfg!(debug_assertions) {
+        vec![0, 1, 3, 7, 8, 15, 16, 31, 33, 63]
+    } else {
+        (0..64).collect()
+    }
+}
+
+/// Reference checksums of every prefix of `data`, incrementally (the bitwise register update is
+/// resumable), so the sweep costs one bitwise pass per algorithm.
+fn prefix_references(algorithm: Algorithm, data: &[u8]) -> Vec<u32> {
+    match algorithm {
+        Algorithm::Crc24 => (0..=data.len())
+            .map(|n| bitwise::crc24(&data[..n]))
+            .collect(),
+        Algorithm::Crc32 | Algorithm::Crc32c => {
+            let (poly, mut register) = if algorithm == Algorithm::Crc32 {
+                let seed = bitwise::reflected_update(!0, bitwise::CRC32_POLY, &bitwise::CRC32_SEED);
+                (bitwise::CRC32_POLY, seed)
+            } else {
+                (bitwise::CRC32C_POLY, !0)
+            };
+            let mut refs = vec![!register];
+            for &byte in data {
+                register = bitwise::reflected_update(register, poly, &[byte]);
+                refs.push(!register);
+            }
+            refs
+        }
+    }
+}
+
+/// A copy of `data` starting `alignment` bytes past a 64-byte boundary.
+struct Aligned {
+    backing: Vec<u8>,
+    start: usize,
+}
+
+impl Aligned {
+    fn new(data: &[u8], alignment: usize) -> Self {
+        let mut backing = vec![0u8; data.len() + 128];
+        let base = backing.as_ptr().align_offset(64);
+        let start = base + alignment;
+        backing[start..start + data.len()].copy_from_slice(data);
+        Aligned { backing, start }
+    }
+
+    fn prefix(&self, len: usize) -> &[u8] {
+        &self.backing[self.start..self.start + len]
+    }
+}
+
+#[test]
+fn the_expected_paths_are_available() {
+    let paths = available_paths();
+    assert!(paths.contains(&Path::Bitwise) && paths.contains(&Path::Table));
+    #[cfg(target_arch = "x86_64")]
+    {
+        if is_x86_feature_detected!("sse4.2") && is_x86_feature_detected!("pclmulqdq") {
+            assert!(paths.contains(&Path::Sse42) && paths.contains(&Path::Pclmul));
+        }
+        if is_x86_feature_detected!("vpclmulqdq") && is_x86_feature_detected!("avx2") {
+            assert!(paths.contains(&Path::Vpclmul) && paths.contains(&Path::VpclmulFused));
+        }
+    }
+    eprintln!("available paths: {paths:?}");
+}
+
+#[test]
+fn every_length_and_alignment() {
+    let data = random_bytes(0x5EED, MAX_LEN);
+    for algorithm in ALGORITHMS {
+        let refs = prefix_references(algorithm, &data);
+        for path in available_paths() {
+            if path == Path::Bitwise || with(algorithm, path, b"").is_none() {
+                continue;
+            }
+            for alignment in alignments() {
+                let buf = Aligned::new(&data, alignment);
+                for (len, &expected) in refs.iter().enumerate() {
+                    let got = with(algorithm, path, buf.prefix(len));
+                    assert_eq!(
+                        got,
+                        Some(expected),
+                        "{algorithm:?} via {path:?}, len {len}, alignment {alignment}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Lengths on both sides of the striped paths' block sizes and their sums: three-way blocks of
+/// 3 x 16..4096-byte stripes; fused blocks of n x 248 bytes, n up to 32 (7936 bytes), the first
+/// from 496 bytes on.
+#[test]
+fn lengths_around_block_sizes() {
+    let data = random_bytes(0xB10C, 4 * 7936 + 300);
+    let mut lens: Vec<usize> = Vec::new();
+    for block in [
+        48usize,
+        192,
+        768,
+        3072,
+        12288,
+        1984,
+        7936,
+        2 * 7936,
+        7936 + 1984,
+        3 * 7936 + 1984,
+    ] {
+        lens.extend(block.saturating_sub(70)..=block + 70);
+    }
+    for algorithm in [Algorithm::Crc32, Algorithm::Crc32c] {
+        let refs = prefix_references(algorithm, &data);
+        for path in available_paths() {
+            if path == Path::Bitwise || with(algorithm, path, b"").is_none() {
+                continue;
+            }
+            for alignment in [0, 5, 32] {
+                let buf = Aligned::new(&data, alignment);
+                for &len in &lens {
+                    assert_eq!(
+                        with(algorithm, path, buf.prefix(len)),
+                        Some(refs[len]),
+                        "{algorithm:?} via {path:?}, len {len}, alignment {alignment}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn large_random_buffers() {
+    for (seed, len) in [
+        (1, 1 << 20),
+        (2, (1 << 20) - 1),
+        (3, 300_001),
+        (4, 131_071),
+        (5, 65_599),
+    ] {
+        let data = random_bytes(seed, len);
+        for algorithm in [Algorithm::Crc32, Algorithm::Crc32c] {
+            let expected = with(algorithm, Path::Bitwise, &data);
+            for path in available_paths() {
+                if path == Path::Bitwise {
+                    continue;
+                }
+                if let Some(got) = with(algorithm, path, &data) {
+                    assert_eq!(Some(got), expected, "{algorithm:?} via {path:?}, len {len}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn catalogue_check_values_through_every_path() {
+    for path in available_paths() {
+        let check = |algorithm, data: &[u8], expected: u32| {
+            if let Some(got) = with(algorithm, path, data) {
+                assert_eq!(got, expected, "{algorithm:?} via {path:?} of {data:?}");
+            }
+        };
+        check(Algorithm::Crc24, b"123456789", 0x4B_3F02);
+        check(Algorithm::Crc24, &[0x05, 0x00, 0x02], 0x9A_9919);
+        check(Algorithm::Crc32, b"123456789", 0xE2A2_61A7);
+        check(Algorithm::Crc32, b"", 0x4477_7ED3);
+        check(Algorithm::Crc32, b"hello", 0xB60E_8074);
+        check(Algorithm::Crc32c, b"123456789", 0xE306_9283);
+        check(Algorithm::Crc32c, b"", 0);
+    }
+}
