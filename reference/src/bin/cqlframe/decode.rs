@@ -30,10 +30,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
         [bytes.as_slice()],
     );
     if args.json {
-        let json = cqlframe::vectors::json::transcript_json(&t);
         println!(
             "{}",
-            serde_json::to_string_pretty(&json).expect("JSON serialises")
+            serde_json::to_string_pretty(&t).expect("transcript serialises")
         );
     } else {
         print_text(&t);
