@@ -22,6 +22,9 @@ if ! cargo-fuzz --version 2>/dev/null | grep -q " $CARGO_FUZZ_VERSION\$"; then
 fi
 
 cd "$FUZZ_DIR"
+# Own target dir even under test.sh (which exports CARGO_TARGET_DIR for the main workspace):
+# sanitizer builds are kept apart from the main ones.
+export CARGO_TARGET_DIR="$FUZZ_DIR/target"
 start=$(date +%s)
 for t in "${TARGETS[@]}"; do cargo +nightly fuzz build "$t"; done
 echo "run.sh: built ${#TARGETS[@]} targets in $(( $(date +%s) - start ))s"

@@ -158,6 +158,8 @@ pub struct Connection {
     /// Bytes sent so far.
     sent: u64,
     advertised_checksums: Option<Vec<String>>,
+    /// A received byte broke a rule: nothing more is decoded (RECV-11).
+    failed: bool,
 }
 
 impl Connection {
@@ -174,6 +176,7 @@ impl Connection {
             encoder: None,
             sent: 0,
             advertised_checksums: None,
+            failed: false,
         }
     }
 
@@ -203,7 +206,21 @@ impl Connection {
     }
 
     /// Feeds received bytes, in any chunking.
+    /// After an error every later call fails too (RECV-11).
     pub fn receive(
+        &mut self,
+        input: &[u8],
+        on_event: &mut dyn FnMut(ConnectionEvent<'_>) -> Result<(), FramingError>,
+    ) -> Result<(), FramingError> {
+        if self.failed {
+            return Err(FramingError::new(ErrorKind::AfterError, self.received));
+        }
+        let result = self.receive_bytes(input, on_event);
+        self.failed = result.is_err();
+        result
+    }
+
+    fn receive_bytes(
         &mut self,
         input: &[u8],
         on_event: &mut dyn FnMut(ConnectionEvent<'_>) -> Result<(), FramingError>,
@@ -227,15 +244,19 @@ impl Connection {
                     offset: self.received,
                     negotiated,
                 })?;
-                return self.receive(&rest, on_event);
+                return self.receive_bytes(&rest, on_event);
             }
             self.check_not_pipelined()?;
         }
         Ok(())
     }
 
-    /// Declares the end of the received stream (RECV-9).
+    /// Declares the end of the received stream (RECV-9). After an error, already reported,
+    /// there is nothing more to say.
     pub fn finish(&mut self) -> Result<(), FramingError> {
+        if self.failed {
+            return Ok(());
+        }
         match &mut self.decoder {
             Some(decoder) => decoder.finish(),
             None if self.unframed.is_empty() => Ok(()),

@@ -460,3 +460,15 @@ fn server_error_response_is_framed_protocol_error() {
     );
     assert!(message.contains("RECV-1 at byte"), "{message}");
 }
+
+// RECV-11: after an error the connection decodes nothing more, and finishing does not panic
+// (found by the handshake fuzz target: bytes left behind by a failed receive).
+#[test]
+fn nothing_after_an_error_and_finish_is_safe() {
+    let mut srv = Connection::server(ServerOptions::default(), MAX, SplitPolicy::SERVER);
+    let err = receive(&mut srv, &[0u8; 10], &mut Seen::default()).unwrap_err();
+    assert_eq!(err.rule(), "LIFE-1");
+    let again = receive(&mut srv, &startup(5, 0, &[]), &mut Seen::default()).unwrap_err();
+    assert_eq!(again.rule(), "RECV-11");
+    assert_eq!(srv.finish(), Ok(()));
+}

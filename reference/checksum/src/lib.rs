@@ -31,7 +31,14 @@
 //! path by its [`Path::name`] (`bitwise`, `table`, `sse42`, `pclmul`, `vpclmul`, `vpclmul-fused`,
 //! `aarch64-crc`) for every checksum it computes and the CPU can run; the others, and any
 //! unknown name, keep the automatic choice. [`selected_path`] tells which path is in use;
-//! [`crc24_with`], [`crc32_with`] and [`crc32c_with`] run one path explicitly.
+//! [`crc24_with`], [`crc32_with`] and [`crc32c_with`] run one path explicitly (the tests run
+//! every available path that way).
+//!
+//! # Benchmarks
+//!
+//! `reference/checksum/bench.sh` runs `benches/checksums.rs` (criterion; our checksums beside
+//! the `crc32c`, `crc-fast`, `crc32fast` and `crc` crates) and prints a Markdown table of the
+//! medians.
 
 pub mod bitwise;
 mod crc24;

@@ -8,9 +8,16 @@ use cqlframe_fuzz::DecodeInput;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Some(input) = DecodeInput::parse(data) else { return };
+    let Some(input) = DecodeInput::parse(data) else {
+        return;
+    };
     let whole = Transcript::decode(input.settings, input.max_body, [input.stream]);
     let chunks = input.chunking.chunks(input.stream);
     let chunked = Transcript::decode(input.settings, input.max_body, chunks.iter().copied());
-    assert_eq!(whole, chunked, "chunking changed the transcript (chunk sizes {:?})", chunks.iter().map(|c| c.len()).collect::<Vec<_>>());
+    assert_eq!(
+        whole,
+        chunked,
+        "chunking changed the transcript (chunk sizes {:?})",
+        chunks.iter().map(|c| c.len()).collect::<Vec<_>>()
+    );
 });

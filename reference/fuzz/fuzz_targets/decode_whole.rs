@@ -10,7 +10,9 @@ use cqlframe_fuzz::DecodeInput;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Some(input) = DecodeInput::parse(data) else { return };
+    let Some(input) = DecodeInput::parse(data) else {
+        return;
+    };
     let settings = input.settings;
     let mut decoder = Decoder::new(settings, input.max_body);
     let mut next_offset = 0u64;
@@ -24,10 +26,18 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(frame.offset, next_offset, "frame offset");
                 next_offset += h.frame_len() as u64;
                 assert_eq!(h.format, settings.format);
-                assert_eq!(h.checksum_bit, settings.checksum_bit(), "RECV-3 not enforced");
+                assert_eq!(
+                    h.checksum_bit,
+                    settings.checksum_bit(),
+                    "RECV-3 not enforced"
+                );
                 assert_eq!(frame.payload.len(), h.payload_length as usize);
                 assert_eq!(frame.content.len(), h.content_len());
-                assert_eq!(frame.payload_checksum, settings.checksum.compute(frame.payload), "RECV-2 not enforced");
+                assert_eq!(
+                    frame.payload_checksum,
+                    settings.checksum.compute(frame.payload),
+                    "RECV-2 not enforced"
+                );
                 if settings.format == Format::Uncompressed || h.uncompressed_length == 0 {
                     assert_eq!(frame.content, frame.payload);
                 }
@@ -49,7 +59,10 @@ fuzz_target!(|data: &[u8]| {
         // RECV-11: nothing decodes after an error, whatever follows.
         for more in [&[][..], input.stream, &[0u8; 16][..]] {
             let again = decoder.decode(more, &mut |_| panic!("event after an error"));
-            assert!(matches!(again, Err(ref e) if e.kind == ErrorKind::AfterError), "RECV-11: {again:?}");
+            assert!(
+                matches!(again, Err(ref e) if e.kind == ErrorKind::AfterError),
+                "RECV-11: {again:?}"
+            );
         }
         let _ = decoder.finish();
         return;
@@ -58,7 +71,11 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     // A clean stream: the envelopes are exactly the concatenated frame contents...
-    assert_eq!(envelopes.concat(), contents, "envelopes do not tile the frame contents");
+    assert_eq!(
+        envelopes.concat(),
+        contents,
+        "envelopes do not tile the frame contents"
+    );
     // ...and survive a re-encoding under the same settings with any split capacity.
     let policy = SplitPolicy::with_capacity(input.capacity).expect("capacity in range");
     let mut encoder = FrameEncoder::new(settings, policy);

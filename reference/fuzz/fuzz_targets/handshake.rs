@@ -50,7 +50,14 @@ struct Driver {
 
 impl Driver {
     fn receive(&mut self, bytes: &[u8]) -> Result<(), FramingError> {
-        let Driver { conn, next_offset, negotiated, startups, echo, .. } = self;
+        let Driver {
+            conn,
+            next_offset,
+            negotiated,
+            startups,
+            echo,
+            ..
+        } = self;
         let result = conn.receive(bytes, &mut |event| {
             match event {
                 ConnectionEvent::Unframed { offset, envelope } => {
@@ -61,7 +68,10 @@ impl Driver {
                         startups.push(envelope.header.stream);
                     }
                 }
-                ConnectionEvent::Switched { offset, negotiated: n } => {
+                ConnectionEvent::Switched {
+                    offset,
+                    negotiated: n,
+                } => {
                     assert_eq!(offset, *next_offset, "switch offset");
                     assert!(negotiated.replace(n).is_none(), "switched twice");
                 }
@@ -103,8 +113,18 @@ impl Driver {
     fn respond(&mut self) {
         for stream in std::mem::take(&mut self.startups) {
             if self.role == Role::Server {
-                let body = if self.response == Opcode::Error { body::error(body::PROTOCOL_ERROR, "no") } else { Vec::new() };
-                let resp = envelope_bytes(self.version | RESPONSE_BIT, self.flags, stream, self.response, &body);
+                let body = if self.response == Opcode::Error {
+                    body::error(body::PROTOCOL_ERROR, "no")
+                } else {
+                    Vec::new()
+                };
+                let resp = envelope_bytes(
+                    self.version | RESPONSE_BIT,
+                    self.flags,
+                    stream,
+                    self.response,
+                    &body,
+                );
                 let _ = self.send(&resp);
             }
         }
@@ -132,13 +152,27 @@ impl Driver {
                     .and_then(|()| decoder.finish())
                     .expect("error response decodes");
                 assert_eq!(envelopes.len(), 1, "error response is one envelope");
-                assert_eq!(envelopes[0][0], n.version | RESPONSE_BIT, "error response version");
+                assert_eq!(
+                    envelopes[0][0],
+                    n.version | RESPONSE_BIT,
+                    "error response version"
+                );
                 envelopes.pop().unwrap()
             }
         };
-        assert!(envelope.len() >= 9, "error response shorter than an envelope header");
-        assert_eq!((envelope[2], envelope[3], envelope[4]), (0, 0, Opcode::Error as u8), "error response header");
-        assert_eq!(i32::from_be_bytes(envelope[5..9].try_into().unwrap()) as usize, envelope.len() - 9);
+        assert!(
+            envelope.len() >= 9,
+            "error response shorter than an envelope header"
+        );
+        assert_eq!(
+            (envelope[2], envelope[3], envelope[4]),
+            (0, 0, Opcode::Error as u8),
+            "error response header"
+        );
+        assert_eq!(
+            i32::from_be_bytes(envelope[5..9].try_into().unwrap()) as usize,
+            envelope.len() - 9
+        );
         let (code, _) = body::read_error(&envelope[9..]).expect("error response body");
         assert_eq!(code, body::PROTOCOL_ERROR);
     }
@@ -169,10 +203,21 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let (b0, b1) = (data[0], data[1]);
-    let Some((chunking, stream)) = ChunkSpec::parse(&data[2..]) else { return };
-    let role = if b0 & 1 == 0 { Role::Server } else { Role::Client };
+    let Some((chunking, stream)) = ChunkSpec::parse(&data[2..]) else {
+        return;
+    };
+    let role = if b0 & 1 == 0 {
+        Role::Server
+    } else {
+        Role::Client
+    };
     let (version, flags) = [(5, 0), (6, FLAG_USE_BETA), (4, 0), (6, 0)][usize::from(b0 >> 4 & 3)];
-    let response = [Opcode::Ready, Opcode::Authenticate, Opcode::Error, Opcode::Ready][usize::from(b0 >> 6)];
+    let response = [
+        Opcode::Ready,
+        Opcode::Authenticate,
+        Opcode::Error,
+        Opcode::Ready,
+    ][usize::from(b0 >> 6)];
     let mut options = vec![("CQL_VERSION", "3.0.0")];
     if b0 & 4 != 0 {
         options.push(("COMPRESSION", "lz4"));
@@ -210,7 +255,13 @@ fuzz_target!(|data: &[u8]| {
         max_body,
     };
     let options_env = envelope_bytes(version, flags, 0, Opcode::Options, &[]);
-    let startup_env = envelope_bytes(version, flags, 1, Opcode::Startup, &body::string_map(&options));
+    let startup_env = envelope_bytes(
+        version,
+        flags,
+        1,
+        Opcode::Startup,
+        &body::string_map(&options),
+    );
     match role {
         Role::Client => {
             d.send(&options_env).expect("client sends OPTIONS");
@@ -222,7 +273,11 @@ fuzz_target!(|data: &[u8]| {
                     ("FRAME_CHECKSUMS", vec!["crc32", "crc32c"]),
                 ]);
                 let mut prefix = envelope_bytes(resp, flags, 0, Opcode::Supported, &supported);
-                let body = if response == Opcode::Error { body::error(body::PROTOCOL_ERROR, "no") } else { Vec::new() };
+                let body = if response == Opcode::Error {
+                    body::error(body::PROTOCOL_ERROR, "no")
+                } else {
+                    Vec::new()
+                };
                 prefix.extend(envelope_bytes(resp, flags, 1, response, &body));
                 d.receive(&prefix).expect("valid handshake prefix");
                 d.respond();
@@ -235,7 +290,11 @@ fuzz_target!(|data: &[u8]| {
                     Ok(()) => d.respond(),
                     // ENV-5: a v6 STARTUP without USE_BETA is the one prefix the server refuses.
                     Err(e) => {
-                        assert_eq!((version, flags, e.kind), (6, 0, ErrorKind::MissingBetaFlag), "prefix refused");
+                        assert_eq!(
+                            (version, flags, e.kind),
+                            (6, 0, ErrorKind::MissingBetaFlag),
+                            "prefix refused"
+                        );
                         let _ = d.conn.finish();
                         return;
                     }

@@ -28,9 +28,19 @@ fuzz_target!(|data: &[u8]| {
     let flags = data[0];
     let declared = u32::from_le_bytes([data[1], data[2], data[3], 0]) & MAX_PAYLOAD as u32;
     let block = &data[4..data.len().min(4 + MAX_PAYLOAD)];
-    let checksum = if flags & 1 == 0 { PayloadChecksum::Crc32 } else { PayloadChecksum::Crc32c };
+    let checksum = if flags & 1 == 0 {
+        PayloadChecksum::Crc32
+    } else {
+        PayloadChecksum::Crc32c
+    };
     let settings = FrameSettings::new(Format::Lz4, checksum);
-    let header = FrameHeader::new(Format::Lz4, block.len() as u32, declared, flags & 2 != 0, settings.checksum_bit());
+    let header = FrameHeader::new(
+        Format::Lz4,
+        block.len() as u32,
+        declared,
+        flags & 2 != 0,
+        settings.checksum_bit(),
+    );
     let mut wire = Vec::with_capacity(header.frame_len());
     write_raw(&header, block, checksum.compute(block), &mut wire);
     assert_eq!(wire.len(), header.frame_len());
@@ -44,7 +54,11 @@ fuzz_target!(|data: &[u8]| {
         got = Some(frame.content.to_vec());
         Ok(())
     };
-    let cut = if flags & 4 != 0 { (usize::from(flags >> 3) * 4 + 1).min(wire.len()) } else { wire.len() };
+    let cut = if flags & 4 != 0 {
+        (usize::from(flags >> 3) * 4 + 1).min(wire.len())
+    } else {
+        wire.len()
+    };
     let result = decoder
         .decode(&wire[..cut], &mut on_frame)
         .and_then(|()| decoder.decode(&wire[cut..], &mut on_frame))
@@ -61,14 +75,32 @@ fuzz_target!(|data: &[u8]| {
     match result {
         Ok(()) => {
             let content = got.expect("Ok without a frame");
-            assert_eq!(content.len(), declared as usize, "LZ4-4: content length is not the declared length");
-            assert!(valid, "accepted a block the reference decoder rejects: {reference:?}");
-            assert_eq!(Ok(content), reference, "content differs from the reference decoder");
+            assert_eq!(
+                content.len(),
+                declared as usize,
+                "LZ4-4: content length is not the declared length"
+            );
+            assert!(
+                valid,
+                "accepted a block the reference decoder rejects: {reference:?}"
+            );
+            assert_eq!(
+                Ok(content),
+                reference,
+                "content differs from the reference decoder"
+            );
         }
         Err(e) => {
-            assert!(matches!(e.rule(), "LZ4-1" | "LZ4-4"), "unexpected error {e}");
+            assert!(
+                matches!(e.rule(), "LZ4-1" | "LZ4-4"),
+                "unexpected error {e}"
+            );
             assert_eq!(e.offset, 0);
-            assert!(!valid, "rejected a valid block ({e}); reference gives {} bytes", declared);
+            assert!(
+                !valid,
+                "rejected a valid block ({e}); reference gives {} bytes",
+                declared
+            );
         }
     }
 });

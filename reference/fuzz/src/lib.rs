@@ -12,7 +12,7 @@
 //! ```
 
 use cqlframe::checksum::PayloadChecksum;
-use cqlframe::{FrameSettings, Format};
+use cqlframe::{Format, FrameSettings};
 
 /// Maximum envelope body, chosen by 3 bits: small, so sequences and RECV-12 are reachable.
 pub const MAX_BODY: [u32; 8] = [0, 1, 9, 64, 300, 4096, 70_000, 1 << 20];
@@ -21,8 +21,16 @@ pub const CAPACITY: [usize; 8] = [9, 10, 11, 16, 64, 1000, 131_060, 131_071];
 
 /// Frame settings from two bits: bit 0 the format, bit 1 the payload checksum.
 pub fn settings(bits: u8) -> FrameSettings {
-    let format = if bits & 1 == 0 { Format::Uncompressed } else { Format::Lz4 };
-    let checksum = if bits & 2 == 0 { PayloadChecksum::Crc32 } else { PayloadChecksum::Crc32c };
+    let format = if bits & 1 == 0 {
+        Format::Uncompressed
+    } else {
+        Format::Lz4
+    };
+    let checksum = if bits & 2 == 0 {
+        PayloadChecksum::Crc32
+    } else {
+        PayloadChecksum::Crc32c
+    };
     FrameSettings::new(format, checksum)
 }
 
@@ -70,7 +78,13 @@ impl<'a> ChunkSpec<'a> {
         let (&spec, rest) = data.split_first()?;
         let k = usize::from(spec & 7).min(rest.len());
         let (sizes, rest) = rest.split_at(k);
-        Some((ChunkSpec { shift: u32::from(spec >> 3 & 7), sizes }, rest))
+        Some((
+            ChunkSpec {
+                shift: u32::from(spec >> 3 & 7),
+                sizes,
+            },
+            rest,
+        ))
     }
 
     /// The spec byte and size bytes for `sizes` (at most 7) with `shift`.
@@ -121,7 +135,9 @@ pub fn lz4_reference_decode(block: &[u8], max: usize) -> Result<Vec<u8>, RefLz4E
         let mut len = base;
         if base == 15 {
             loop {
-                let b = *block.get(*pos).ok_or(RefLz4Error::Malformed("length runs past the end"))?;
+                let b = *block
+                    .get(*pos)
+                    .ok_or(RefLz4Error::Malformed("length runs past the end"))?;
                 *pos += 1;
                 len += usize::from(b);
                 if b != 255 {
@@ -134,11 +150,17 @@ pub fn lz4_reference_decode(block: &[u8], max: usize) -> Result<Vec<u8>, RefLz4E
     let mut out = Vec::new();
     let mut pos = 0;
     loop {
-        let token = *block.get(pos).ok_or(RefLz4Error::Malformed("block ends before a token"))?;
+        let token = *block
+            .get(pos)
+            .ok_or(RefLz4Error::Malformed("block ends before a token"))?;
         pos += 1;
         let lit = length(block, &mut pos, usize::from(token >> 4))?;
         let literals = block
-            .get(pos..pos.checked_add(lit).ok_or(RefLz4Error::Malformed("literal length overflows"))?)
+            .get(
+                pos..pos
+                    .checked_add(lit)
+                    .ok_or(RefLz4Error::Malformed("literal length overflows"))?,
+            )
             .ok_or(RefLz4Error::Malformed("literals run past the end"))?;
         if out.len() + lit > max {
             return Err(RefLz4Error::TooLong);
@@ -157,7 +179,9 @@ pub fn lz4_reference_decode(block: &[u8], max: usize) -> Result<Vec<u8>, RefLz4E
             return Err(RefLz4Error::Malformed("offset 0"));
         }
         if offset > out.len() {
-            return Err(RefLz4Error::Malformed("offset before the start of the output"));
+            return Err(RefLz4Error::Malformed(
+                "offset before the start of the output",
+            ));
         }
         let mlen = length(block, &mut pos, usize::from(token & 15))? + 4;
         if out.len() + mlen > max {
@@ -177,7 +201,11 @@ mod tests {
     #[test]
     fn chunks_concatenate() {
         let stream: Vec<u8> = (0..=255).collect();
-        for spec in [ChunkSpec::encode(0, &[]), ChunkSpec::encode(2, &[0, 3, 1]), ChunkSpec::encode(7, &[0, 0])] {
+        for spec in [
+            ChunkSpec::encode(0, &[]),
+            ChunkSpec::encode(2, &[0, 3, 1]),
+            ChunkSpec::encode(7, &[0, 0]),
+        ] {
             let (c, rest) = ChunkSpec::parse(&spec).unwrap();
             assert!(rest.is_empty());
             assert_eq!(c.chunks(&stream).concat(), stream);
@@ -190,6 +218,9 @@ mod tests {
         let block = [0x15, b'a', 0x01, 0x00, 0x00];
         assert_eq!(lz4_reference_decode(&block, 100).unwrap(), b"aaaaaaaaaa");
         assert_eq!(lz4_reference_decode(&block, 9), Err(RefLz4Error::TooLong));
-        assert!(matches!(lz4_reference_decode(&[0x10, b'a', 0, 0, 0], 100), Err(RefLz4Error::Malformed(_))));
+        assert!(matches!(
+            lz4_reference_decode(&[0x10, b'a', 0, 0, 0], 100),
+            Err(RefLz4Error::Malformed(_))
+        ));
     }
 }
