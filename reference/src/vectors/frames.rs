@@ -85,6 +85,36 @@ fn raw_frame(
     out
 }
 
+/// The FMT rule that defines each header field, in each format.
+struct FieldRules {
+    length: &'static str,
+    layout: &'static str,
+    self_contained: &'static str,
+    checksum_bit: &'static str,
+    reserved: &'static str,
+}
+
+impl FieldRules {
+    fn of(format: Format) -> Self {
+        match format {
+            Format::Uncompressed => FieldRules {
+                length: "FMT-3",
+                layout: "FMT-2",
+                self_contained: "FMT-4",
+                checksum_bit: "FMT-5",
+                reserved: "FMT-6",
+            },
+            Format::Lz4 => FieldRules {
+                length: "FMT-7",
+                layout: "FMT-11",
+                self_contained: "FMT-8",
+                checksum_bit: "FMT-9",
+                reserved: "FMT-10",
+            },
+        }
+    }
+}
+
 fn tag(s: FrameSettings) -> String {
     format!("{}.{}", s.format.name(), s.checksum.name())
 }
@@ -154,33 +184,23 @@ pub fn cases() -> Vec<Case> {
 
 /// Valid streams: boundaries of every header field, packing and splitting.
 fn valid(c: &mut Cases, s: FrameSettings) {
-    let fmt = if s.format == Format::Lz4 {
-        "FMT-7"
-    } else {
-        "FMT-3"
-    };
-    let layout = if s.format == Format::Lz4 {
-        "FMT-11"
-    } else {
-        "FMT-2"
-    };
-    let sc = if s.format == Format::Lz4 {
-        "FMT-8"
-    } else {
-        "FMT-4"
-    };
-    let bit = if s.format == Format::Lz4 {
-        "FMT-9"
-    } else {
-        "FMT-5"
-    };
+    let f = FieldRules::of(s.format);
     let ck = if s.checksum == PayloadChecksum::Crc32c {
         "CRC-3"
     } else {
         "CRC-2"
     };
     let base = [
-        fmt, layout, sc, bit, "FMT-1", "FMT-13", "CRC-1", ck, "CRC-4", "RECV-4",
+        f.length,
+        f.layout,
+        f.self_contained,
+        f.checksum_bit,
+        "FMT-1",
+        "FMT-13",
+        "CRC-1",
+        ck,
+        "CRC-4",
+        "RECV-4",
     ];
     let with = |extra: &[&'static str]| [&base[..], extra].concat();
 
@@ -302,16 +322,11 @@ fn valid(c: &mut Cases, s: FrameSettings) {
         *h = FrameHeader { crc24: 0, ..*h };
         h.crc24 = crate::checksum::crc24(&h.word().to_le_bytes()[..h.format.header_len() - 3]);
     });
-    let rsv_rule = if s.format == Format::Lz4 {
-        "FMT-10"
-    } else {
-        "FMT-6"
-    };
     c.add_with(
         s,
         "reserved-bits-set",
         "Every reserved header bit set (CRC24 valid): a receiver ignores them. No conforming sender writes this (decode only).",
-        &with(&["FMT-12", rsv_rule]),
+        &with(&["FMT-12", f.reserved]),
         None,
         reserved,
         DEFAULT_MAX_BODY,
@@ -473,16 +488,11 @@ fn invalid(c: &mut Cases, s: FrameSettings) {
         );
         *trailer = s.checksum.compute(&options);
     });
-    let bit_rule = if s.format == Format::Lz4 {
-        "FMT-9"
-    } else {
-        "FMT-5"
-    };
     c.add(
         s,
         "checksum-bit-disagrees",
         "The checksum bit inverted (CRC24 recomputed): it disagrees with the negotiation.",
-        &["RECV-3", "FMT-13", bit_rule],
+        &["RECV-3", "FMT-13", FieldRules::of(s.format).checksum_bit],
         Some("RECV-3"),
         flipped,
     );
