@@ -2,8 +2,9 @@
 //! non-self-contained sequence (RECV-4..RECV-10, RECV-12, ENV-3).
 //!
 //! Envelopes of a self-contained frame are borrowed from the frame's content; only a sequence is
-//! copied, into a buffer sized once its header gives the length, after that length is checked
-//! against the configured maximum (RECV-12), so memory stays bounded by that maximum.
+//! copied, into a buffer that grows with the bytes received, after its header's length is checked
+//! against the configured maximum (RECV-12), so memory stays bounded by that maximum and by what
+//! the peer actually sent.
 
 use crate::envelope::{Envelope, EnvelopeHeader, ENVELOPE_HEADER_LEN};
 use crate::error::{ErrorKind, FramingError, Part};
@@ -71,8 +72,8 @@ impl EnvelopeAssembler {
             if seq.bytes.len() == ENVELOPE_HEADER_LEN {
                 let header = parse_header(&seq.bytes);
                 let body = checked_body_len(&header, self.max_body).map_err(fail)?;
+                // The buffer grows with the bytes that arrive, never from the header's word alone.
                 seq.total = Some(ENVELOPE_HEADER_LEN + body);
-                seq.bytes.reserve_exact(body);
             }
         }
         if let Some(total) = seq.total {
@@ -112,15 +113,19 @@ impl EnvelopeAssembler {
         }
     }
 
-    /// SEND-2 / RECV-5: a self-contained frame holds whole envelopes only.
+    /// SEND-2 / RECV-5: a self-contained frame holds whole envelopes only. The whole content is
+    /// checked before any envelope of it is delivered, so a bad frame delivers nothing (ERR-2).
     fn split_self_contained(
         &self,
         frame: &Frame<'_>,
         emit: &mut dyn FnMut(Envelope<'_>) -> Result<(), FramingError>,
     ) -> Result<(), FramingError> {
         let fail = |kind| FramingError::new(kind, frame.offset);
-        let mut rest = frame.content;
-        while !rest.is_empty() {
+        let mut bounds = Vec::new();
+        let mut at = 0;
+        let content = frame.content;
+        while at < content.len() {
+            let rest = &content[at..];
             let partial = |needed: usize| ErrorKind::PartialEnvelope {
                 needed: needed as u64,
                 available: rest.len() as u64,
@@ -129,16 +134,19 @@ impl EnvelopeAssembler {
                 return Err(fail(partial(ENVELOPE_HEADER_LEN)));
             }
             let header = parse_header(rest);
-            let body = checked_body_len(&header, self.max_body).map_err(fail)?;
-            let total = ENVELOPE_HEADER_LEN + body;
+            let total =
+                ENVELOPE_HEADER_LEN + checked_body_len(&header, self.max_body).map_err(fail)?;
             if rest.len() < total {
                 return Err(fail(partial(total)));
             }
+            bounds.push((header, at + ENVELOPE_HEADER_LEN, at + total));
+            at += total;
+        }
+        for (header, start, end) in bounds {
             emit(Envelope {
                 header,
-                body: &rest[ENVELOPE_HEADER_LEN..total],
+                body: &content[start..end],
             })?;
-            rest = &rest[total..];
         }
         Ok(())
     }

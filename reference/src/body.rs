@@ -70,6 +70,13 @@ fn write_string(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
+/// Encodes a [string].
+pub fn string(s: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_string(&mut out, s);
+    out
+}
+
 /// Encodes a [string map].
 pub fn string_map<K: AsRef<str>, V: AsRef<str>>(entries: &[(K, V)]) -> Vec<u8> {
     let mut out = (entries.len() as u16).to_be_bytes().to_vec();

@@ -9,8 +9,7 @@ use crate::checksum::PayloadChecksum;
 use crate::decoder::{Decoder, Event};
 use crate::encoder::{FrameEncoder, SplitPolicy};
 use crate::envelope::{
-    Envelope, EnvelopeHeader, Opcode, ENVELOPE_HEADER_LEN, FLAG_COMPRESSION, FLAG_USE_BETA,
-    RESPONSE_BIT,
+    Envelope, EnvelopeHeader, Opcode, ENVELOPE_HEADER_LEN, FLAG_USE_BETA, RESPONSE_BIT,
 };
 use crate::error::{ErrorKind, FramingError, Part};
 use crate::format::{parse_checksum, Format, FrameSettings};
@@ -105,7 +104,7 @@ pub fn requested(options: &[(String, String)]) -> FrameSettings {
 }
 
 /// What the connection reports, in stream order.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum ConnectionEvent<'a> {
     /// An envelope received before the switch to framing, at stream offset `offset`.
     Unframed {
@@ -114,6 +113,12 @@ pub enum ConnectionEvent<'a> {
     },
     Frame(&'a Frame<'a>),
     Envelope(Envelope<'a>),
+    /// An envelope refused on its own (ENV-2, ENV-5): not delivered, the connection goes on.
+    /// A server answers it with [`Connection::reject_response`].
+    Rejected {
+        envelope: Envelope<'a>,
+        error: FramingError,
+    },
     /// Received bytes from `offset` on are framed with these settings.
     Switched {
         offset: u64,
@@ -213,7 +218,8 @@ impl Connection {
         on_event: &mut dyn FnMut(ConnectionEvent<'_>) -> Result<(), FramingError>,
     ) -> Result<(), FramingError> {
         if self.failed {
-            return Err(FramingError::new(ErrorKind::AfterError, self.received));
+            let offset = self.decoder.as_ref().map_or(self.received, Decoder::offset);
+            return Err(FramingError::new(ErrorKind::AfterError, offset));
         }
         let result = self.receive_bytes(input, on_event);
         self.failed = result.is_err();
@@ -236,8 +242,13 @@ impl Connection {
             let offset = self.received;
             self.received += total as u64;
             let envelope = envelope_from(&bytes);
+            if let Some(kind) = self.unframed_fault(&envelope.header) {
+                let error = FramingError::new(kind, offset);
+                on_event(ConnectionEvent::Rejected { envelope, error })?;
+                continue;
+            }
             on_event(ConnectionEvent::Unframed { offset, envelope })?;
-            self.after_unframed_received(&envelope, offset)?;
+            self.after_unframed_received(&envelope);
             if let Some(negotiated) = self.negotiated() {
                 let rest = std::mem::take(&mut self.unframed);
                 on_event(ConnectionEvent::Switched {
@@ -317,15 +328,26 @@ impl Connection {
             (Phase::AwaitingResponse(startup), None) => startup.version,
             _ => FIRST_FRAMED_VERSION,
         };
+        self.protocol_error(version, 0, error)
+    }
+
+    /// Server: the ERROR (PROTOCOL_ERROR) that answers an envelope refused on its own
+    /// ([`ConnectionEvent::Rejected`]): on its stream, in its version, framed after the switch.
+    pub fn reject_response(&mut self, refused: &EnvelopeHeader, error: &FramingError) -> Vec<u8> {
+        self.protocol_error(refused.protocol_version(), refused.stream, error)
+    }
+
+    fn protocol_error(&mut self, version: u8, stream: i16, error: &FramingError) -> Vec<u8> {
         let message = format!("{} ({} at byte {})", error.kind, error.rule(), error.offset);
+        let flags = if version == BETA_VERSION {
+            FLAG_USE_BETA
+        } else {
+            0
+        };
         let envelope = crate::envelope::envelope_bytes(
             version | RESPONSE_BIT,
-            if version == BETA_VERSION {
-                FLAG_USE_BETA
-            } else {
-                0
-            },
-            0,
+            flags,
+            stream,
             Opcode::Error,
             &body::error(body::PROTOCOL_ERROR, &message),
         );
@@ -359,17 +381,13 @@ impl Connection {
         let header = envelope_from_header(&self.unframed);
         let fail = |kind| FramingError::new(kind, self.received);
         if !(3..=BETA_VERSION).contains(&header.protocol_version()) {
+            let sender = match self.role {
+                Role::Client => Role::Server,
+                Role::Server => Role::Client,
+            };
             return Err(fail(ErrorKind::NotAnEnvelope {
                 found: header.version,
-            }));
-        }
-        let expect_response = self.role == Role::Client;
-        if header.is_response() != expect_response {
-            let expected =
-                header.protocol_version() | if expect_response { RESPONSE_BIT } else { 0 };
-            return Err(fail(ErrorKind::UnexpectedVersion {
-                found: header.version,
-                expected,
+                sender,
             }));
         }
         let body = checked_body_len(&header, self.max_body).map_err(fail)?;
@@ -377,19 +395,28 @@ impl Connection {
         Ok((self.unframed.len() >= total).then_some(total))
     }
 
-    /// Server: a STARTUP starts the wait for its response. Client: SUPPORTED is remembered, and
-    /// the STARTUP response switches the connection (LIFE-5, LIFE-8).
-    fn after_unframed_received(
-        &mut self,
-        envelope: &Envelope<'_>,
-        offset: u64,
-    ) -> Result<(), FramingError> {
+    /// An envelope-level fault of an unframed envelope, which leaves its boundaries intact: the
+    /// wrong direction (ENV-2) or a v6-beta envelope without USE_BETA (ENV-5).
+    fn unframed_fault(&self, h: &EnvelopeHeader) -> Option<ErrorKind> {
+        let expect_response = self.role == Role::Client;
+        if h.is_response() != expect_response {
+            let expected = h.protocol_version() | if expect_response { RESPONSE_BIT } else { 0 };
+            return Some(ErrorKind::UnexpectedVersion {
+                found: h.version,
+                expected,
+            });
+        }
+        (h.protocol_version() == BETA_VERSION && h.flags & FLAG_USE_BETA == 0)
+            .then_some(ErrorKind::MissingBetaFlag)
+    }
+
+    /// Server: a STARTUP starts the wait for its response. Client: SUPPORTED is remembered; an
+    /// ERROR in another version refuses the version (LIFE-11); the STARTUP response switches the
+    /// connection (LIFE-5, LIFE-8).
+    fn after_unframed_received(&mut self, envelope: &Envelope<'_>) {
         let h = envelope.header;
         match (self.role, &self.phase, Opcode::from_u8(h.opcode)) {
             (Role::Server, Phase::Handshake, Some(Opcode::Startup)) => {
-                if h.protocol_version() == BETA_VERSION && h.flags & FLAG_USE_BETA == 0 {
-                    return Err(FramingError::new(ErrorKind::MissingBetaFlag, offset));
-                }
                 self.phase = self.startup_phase(envelope);
             }
             (Role::Client, _, Some(Opcode::Supported)) => {
@@ -400,15 +427,16 @@ impl Connection {
                         .map(|(_, v)| v);
                 }
             }
+            (Role::Client, Phase::AwaitingResponse(startup), Some(Opcode::Error))
+                if h.version != startup.version | RESPONSE_BIT =>
+            {
+                // The version is refused, on whatever stream: no framing (LIFE-11, LIFE-9).
+                self.phase = Phase::Unframed;
+            }
             (Role::Client, Phase::AwaitingResponse(startup), Some(op))
                 if h.stream == startup.stream
                     && matches!(op, Opcode::Ready | Opcode::Authenticate | Opcode::Error) =>
             {
-                if h.protocol_version() < FIRST_FRAMED_VERSION {
-                    // The server refused the version in an older one: no framing (LIFE-9).
-                    self.phase = Phase::Unframed;
-                    return Ok(());
-                }
                 let settings = if op == Opcode::Error {
                     FrameSettings::default()
                 } else {
@@ -421,7 +449,6 @@ impl Connection {
             }
             _ => {}
         }
-        Ok(())
     }
 
     fn before_unframed_sent(&self) -> Result<(), FramingError> {
@@ -485,7 +512,8 @@ impl Connection {
     }
 }
 
-/// Decodes framed input and checks each envelope against the negotiation (ENV-2, ENV-4, ENV-5).
+/// Decodes framed input and checks each envelope against the negotiation (ENV-2, ENV-5); the
+/// envelope COMPRESSION flag is ignored, as receivers do.
 fn receive_framed(
     decoder: &mut Decoder,
     role: Role,
@@ -507,18 +535,17 @@ fn receive_framed(
         }
         Event::Envelope(envelope) => {
             let h = envelope.header;
-            let fail = |kind| Err(FramingError::new(kind, frame_offset));
+            let refuse = |kind| FramingError::new(kind, frame_offset);
             if h.version != expected {
-                return fail(ErrorKind::UnexpectedVersion {
+                let error = refuse(ErrorKind::UnexpectedVersion {
                     found: h.version,
                     expected,
                 });
-            }
-            if h.flags & FLAG_COMPRESSION != 0 {
-                return fail(ErrorKind::EnvelopeCompressionFlag);
+                return on_event(ConnectionEvent::Rejected { envelope, error });
             }
             if version == BETA_VERSION && h.flags & FLAG_USE_BETA == 0 {
-                return fail(ErrorKind::MissingBetaFlag);
+                let error = refuse(ErrorKind::MissingBetaFlag);
+                return on_event(ConnectionEvent::Rejected { envelope, error });
             }
             on_event(ConnectionEvent::Envelope(envelope))
         }

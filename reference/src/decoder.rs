@@ -53,6 +53,14 @@ impl Decoder {
     /// Declares the end of the stream: a frame or sequence left incomplete is an error (RECV-9).
     pub fn finish(&mut self) -> Result<(), FramingError> {
         self.frames.finish()?;
+        if self.frames.has_failed() {
+            return Ok(());
+        }
         self.envelopes.finish()
+    }
+
+    /// Stream offset of the first byte not yet part of a decoded frame.
+    pub fn offset(&self) -> u64 {
+        self.frames.offset()
     }
 }

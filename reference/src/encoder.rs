@@ -9,9 +9,9 @@ use thiserror::Error;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SplitPolicy {
     /// Most content bytes per frame, when packing and when splitting.
-    pub capacity: usize,
+    capacity: usize,
     /// Envelopes of this many bytes or more go into a non-self-contained sequence.
-    pub split_at: usize,
+    split_at: usize,
 }
 
 impl SplitPolicy {
@@ -25,6 +25,11 @@ impl SplitPolicy {
         capacity: 131_060,
         split_at: 131_060,
     };
+
+    /// Most content bytes per frame.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
 
     /// A policy with pieces of `capacity` bytes, splitting what does not fit (9..=131071: the
     /// first frame of a sequence carries the whole envelope header, SEND-8).

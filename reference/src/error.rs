@@ -1,6 +1,7 @@
 //! Framing errors: each names the spec rule it breaks and where in the stream it was found.
 
 use crate::checksum::PayloadChecksum;
+use crate::connection::Role;
 use serde::Serialize;
 use thiserror::Error;
 
@@ -76,12 +77,14 @@ pub enum ErrorKind {
     NegativeEnvelopeLength { length: i32 },
     #[error("envelope version byte {found:#04x}, expected {expected:#04x}")]
     UnexpectedVersion { found: u8, expected: u8 },
-    #[error("envelope COMPRESSION flag set on a framed connection")]
-    EnvelopeCompressionFlag,
     #[error("v6-beta envelope without the USE_BETA flag")]
     MissingBetaFlag,
-    #[error("unframed envelope version byte {found:#04x} is not a CQL version")]
-    NotAnEnvelope { found: u8 },
+    #[error("before the switch the {sender:?} sent version byte {found:#04x}, which starts no CQL envelope")]
+    NotAnEnvelope {
+        found: u8,
+        /// Who broke the rule: a client that framed too early (LIFE-3) or a server (LIFE-4).
+        sender: Role,
+    },
     #[error("client sent bytes after STARTUP before the STARTUP response")]
     SentBeforeStartupResponse,
     #[error("unsupported COMPRESSION {value:?}")]
@@ -99,7 +102,7 @@ impl ErrorKind {
             ErrorKind::HeaderCrcMismatch { .. } => "RECV-1",
             ErrorKind::ChecksumBitMismatch { .. } => "RECV-3",
             ErrorKind::PayloadChecksumMismatch { .. } => "RECV-2",
-            ErrorKind::Lz4Malformed { .. } => "LZ4-1",
+            ErrorKind::Lz4Malformed { .. } => "LZ4-4",
             ErrorKind::Lz4LengthMismatch { .. } => "LZ4-4",
             ErrorKind::Truncated { .. } => "RECV-9",
             ErrorKind::PartialEnvelope { .. } => "RECV-5",
@@ -109,9 +112,15 @@ impl ErrorKind {
             ErrorKind::EnvelopeTooLarge { .. } => "RECV-12",
             ErrorKind::NegativeEnvelopeLength { .. } => "ENV-3",
             ErrorKind::UnexpectedVersion { .. } => "ENV-2",
-            ErrorKind::EnvelopeCompressionFlag => "ENV-4",
             ErrorKind::MissingBetaFlag => "ENV-5",
-            ErrorKind::NotAnEnvelope { .. } => "LIFE-1",
+            ErrorKind::NotAnEnvelope {
+                sender: Role::Client,
+                ..
+            } => "LIFE-3",
+            ErrorKind::NotAnEnvelope {
+                sender: Role::Server,
+                ..
+            } => "LIFE-4",
             ErrorKind::SentBeforeStartupResponse => "LIFE-6",
             ErrorKind::UnsupportedCompression { .. } => "NEG-2",
             ErrorKind::UnsupportedChecksum { .. } => "NEG-6",

@@ -4,7 +4,8 @@
 //! (RECV-1), the checksum bit against the negotiation (RECV-3), the payload checksum before the
 //! payload is decompressed or read (RECV-2), then the LZ4 block and its exact length (LZ4-4).
 //! A frame that arrives whole inside one input slice is decoded in place (zero-copy); only a
-//! frame split across calls is buffered, so memory stays under one maximum frame.
+//! frame split across calls is buffered, so memory stays under two maximum frames (the partial
+//! frame and the decompression buffer).
 
 use crate::error::{ErrorKind, FramingError, Part};
 use crate::format::{Format, FrameSettings, TRAILER_LEN};
@@ -60,6 +61,11 @@ impl FrameDecoder {
 
     pub fn settings(&self) -> FrameSettings {
         self.settings
+    }
+
+    /// Whether a framing error stopped this decoder (RECV-11).
+    pub fn has_failed(&self) -> bool {
+        self.failed
     }
 
     /// Stream offset of the first byte not yet part of a decoded frame.

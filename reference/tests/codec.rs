@@ -91,7 +91,7 @@ proptest! {
                 }
                 sequence_left -= f.content.len();
             }
-            prop_assert!(f.content.len() <= p.capacity);
+            prop_assert!(f.content.len() <= p.capacity());
             prop_assert_eq!(f.checksum_bit, s.checksum == PayloadChecksum::Crc32c);
         }
     }
@@ -229,4 +229,20 @@ fn nothing_after_an_error() {
     );
     let again = decoder.decode(&good, &mut count).unwrap_err();
     assert_eq!((again.rule(), delivered), ("RECV-11", 0));
+}
+
+// ERR-2, RECV-5: a self-contained frame that ends inside an envelope delivers none of its
+// envelopes, not even the whole ones before the partial one.
+#[test]
+fn bad_frame_delivers_nothing() {
+    let s = FrameSettings::default();
+    let whole = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
+    let content = [whole.clone(), whole.clone(), whole[..4].to_vec()].concat();
+    let mut wire = Vec::new();
+    FrameEncoder::new(s, SplitPolicy::DRIVERS)
+        .write_frame(&content, true, &mut wire)
+        .unwrap();
+    let t = Transcript::decode(s, MAX_BODY, [wire.as_slice()]);
+    assert_eq!(t.error.map(|e| e.rule()), Some("RECV-5"));
+    assert!(t.envelopes.is_empty());
 }

@@ -15,6 +15,8 @@ const MAX: u32 = 1 << 24;
 struct Seen {
     envelopes: Vec<(bool, u8, usize)>,
     switched: Option<(u64, Negotiated)>,
+    /// Rules of envelopes refused on their own.
+    rejected: Vec<&'static str>,
 }
 
 fn receive(conn: &mut Connection, bytes: &[u8], seen: &mut Seen) -> Result<(), FramingError> {
@@ -31,6 +33,7 @@ fn receive(conn: &mut Connection, bytes: &[u8], seen: &mut Seen) -> Result<(), F
             ConnectionEvent::Switched { offset, negotiated } => {
                 seen.switched = Some((offset, negotiated))
             }
+            ConnectionEvent::Rejected { error, .. } => seen.rejected.push(error.rule()),
             ConnectionEvent::Frame(_) => {}
         }
         Ok(())
@@ -198,7 +201,8 @@ fn v4_stays_unframed() {
     assert_eq!(s.envelopes.last(), Some(&(false, 0x07, 8)));
 }
 
-// ENV-5: v6-beta frames like v5 when USE_BETA is set; without it the server refuses STARTUP.
+// ENV-5: v6-beta frames like v5 when USE_BETA is set; without it the server refuses the
+// envelope on its own (unframed ERROR in its version, with USE_BETA) and nothing switches.
 #[test]
 fn v6_beta_needs_use_beta() {
     let (c, _) = session(
@@ -210,9 +214,29 @@ fn v6_beta_needs_use_beta() {
     );
     assert_eq!(c.switched.map(|s| s.1.version), Some(6));
     let mut srv = Connection::server(ServerOptions::default(), MAX, SplitPolicy::SERVER);
-    let err = receive(&mut srv, &startup(6, 0, &[]), &mut Seen::default()).unwrap_err();
-    assert_eq!(err.kind, ErrorKind::MissingBetaFlag);
-    assert_eq!(err.rule(), "ENV-5");
+    let mut seen = Seen::default();
+    let mut refused = None;
+    srv.receive(&startup(6, 0, &[]), &mut |event| {
+        if let ConnectionEvent::Rejected { envelope, error } = event {
+            refused = Some((envelope.header, error));
+        }
+        Ok(())
+    })
+    .unwrap();
+    let (header, error) = refused.expect("STARTUP refused");
+    assert_eq!(
+        (error.kind.clone(), error.rule()),
+        (ErrorKind::MissingBetaFlag, "ENV-5")
+    );
+    assert_eq!(srv.negotiated(), None);
+    let answer = srv.reject_response(&header, &error);
+    assert_eq!(
+        &answer[..5],
+        &[0x86, FLAG_USE_BETA, 0, 1, Opcode::Error as u8]
+    );
+    // The connection goes on unframed: a proper v6-beta STARTUP still works.
+    receive(&mut srv, &startup(6, FLAG_USE_BETA, &[]), &mut seen).unwrap();
+    assert_eq!(seen.envelopes, vec![(false, Opcode::Startup as u8, 2)]);
 }
 
 // NEG-2, NEG-6, NEG-7: what the server decides from STARTUP.
@@ -345,7 +369,7 @@ fn framing_on_the_wrong_side_of_the_switch() {
         receive(&mut srv, &framed, &mut Seen::default())
             .unwrap_err()
             .rule(),
-        "LIFE-1"
+        "LIFE-3"
     );
 
     let mut client = Connection::new(Role::Client, MAX, SplitPolicy::DRIVERS);
@@ -395,40 +419,106 @@ fn receive_framed(conn: &mut Connection, envelope: &[u8]) -> Result<(), FramingE
     receive(conn, &wire, &mut Seen::default())
 }
 
-// ENV-2: a framed envelope of another version or the wrong direction is refused.
+// ENV-2: a framed envelope of another version or the wrong direction is refused on its own;
+// the connection goes on.
 #[test]
 fn framed_envelope_version_is_checked() {
     let (_, mut srv) = framed_pair();
-    let err = receive_framed(&mut srv, &envelope_bytes(4, 0, 2, Opcode::Query, b"q")).unwrap_err();
-    assert_eq!(
-        err.kind,
-        ErrorKind::UnexpectedVersion {
-            found: 4,
-            expected: 5
-        }
-    );
+    let mut seen = Seen::default();
+    let mut wire = Vec::new();
+    let query = envelope_bytes(5, 0, 3, Opcode::Query, b"q");
+    cqlframe::encoder::FrameEncoder::new(FrameSettings::default(), SplitPolicy::DRIVERS)
+        .write_envelopes(
+            [
+                envelope_bytes(4, 0, 2, Opcode::Query, b"q").as_slice(),
+                query.as_slice(),
+            ],
+            &mut wire,
+        );
+    receive(&mut srv, &wire, &mut seen).unwrap();
+    assert_eq!(seen.rejected, vec!["ENV-2"]);
+    assert_eq!(seen.envelopes, vec![(true, Opcode::Query as u8, 1)]);
     let (mut client, _) = framed_pair();
-    let err =
-        receive_framed(&mut client, &envelope_bytes(5, 0, 2, Opcode::Result, b"r")).unwrap_err();
-    assert_eq!(
-        (err.rule(), err.kind),
-        (
-            "ENV-2",
-            ErrorKind::UnexpectedVersion {
-                found: 5,
-                expected: 0x85
-            }
-        )
-    );
+    let mut seen = Seen::default();
+    let mut wire = Vec::new();
+    cqlframe::encoder::FrameEncoder::new(FrameSettings::default(), SplitPolicy::DRIVERS)
+        .write_envelopes(
+            [envelope_bytes(5, 0, 2, Opcode::Result, b"r").as_slice()],
+            &mut wire,
+        );
+    receive(&mut client, &wire, &mut seen).unwrap();
+    assert_eq!(seen.rejected, vec!["ENV-2"]);
 }
 
-// ENV-4: the envelope COMPRESSION flag has no place on a framed connection.
+// ENV-4: the envelope COMPRESSION flag is a sender rule: receivers ignore the flag, and the
+// reference never sets it (its error responses included).
 #[test]
-fn envelope_compression_flag_refused() {
-    let (_, mut srv) = framed_pair();
-    let err =
-        receive_framed(&mut srv, &envelope_bytes(5, 0x01, 2, Opcode::Query, b"q")).unwrap_err();
-    assert_eq!(err.rule(), "ENV-4");
+fn envelope_compression_flag_ignored_and_never_sent() {
+    let (mut client, mut srv) = framed_pair();
+    let mut seen = Seen::default();
+    let mut wire = Vec::new();
+    cqlframe::encoder::FrameEncoder::new(FrameSettings::default(), SplitPolicy::DRIVERS)
+        .write_envelopes(
+            [envelope_bytes(5, 0x01, 2, Opcode::Query, b"q").as_slice()],
+            &mut wire,
+        );
+    receive(&mut srv, &wire, &mut seen).unwrap();
+    assert_eq!(seen.envelopes, vec![(true, Opcode::Query as u8, 1)]);
+    let err = cqlframe::FramingError::new(ErrorKind::MissingBetaFlag, 0);
+    let answer = srv.reject_response(
+        &cqlframe::envelope::EnvelopeHeader {
+            version: 5,
+            flags: 0,
+            stream: 2,
+            opcode: 7,
+            length: 1,
+        },
+        &err,
+    );
+    let mut flags = Vec::new();
+    client
+        .receive(&answer, &mut |event| {
+            if let ConnectionEvent::Envelope(e) = event {
+                flags.push(e.header.flags);
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(flags, vec![0]);
+}
+
+// LIFE-11: an ERROR in another version, on any stream, refuses the version: no switch, and the
+// connection stays unframed.
+#[test]
+fn version_refusal_does_not_switch() {
+    let mut client = Connection::new(Role::Client, MAX, SplitPolicy::DRIVERS);
+    client
+        .send(&[&startup(5, 0, &[])], &mut Vec::new())
+        .unwrap();
+    let refusal = envelope_bytes(
+        0x84,
+        0,
+        0,
+        Opcode::Error,
+        &body::error(
+            body::PROTOCOL_ERROR,
+            "Invalid or unsupported protocol version (5)",
+        ),
+    );
+    let mut seen = Seen::default();
+    receive(&mut client, &refusal, &mut seen).unwrap();
+    assert_eq!(seen.switched, None);
+    assert_eq!(client.negotiated(), None);
+    receive(
+        &mut client,
+        &envelope_bytes(0x84, 0, 0, Opcode::Event, b"e"),
+        &mut seen,
+    )
+    .unwrap();
+    assert_eq!(
+        seen.envelopes.last(),
+        Some(&(false, Opcode::Event as u8, 1))
+    );
 }
 
 // ERR-1, ERR-3, ERR-4: a server answers a framing error with one framed PROTOCOL_ERROR on
@@ -467,7 +557,7 @@ fn server_error_response_is_framed_protocol_error() {
 fn nothing_after_an_error_and_finish_is_safe() {
     let mut srv = Connection::server(ServerOptions::default(), MAX, SplitPolicy::SERVER);
     let err = receive(&mut srv, &[0u8; 10], &mut Seen::default()).unwrap_err();
-    assert_eq!(err.rule(), "LIFE-1");
+    assert_eq!(err.rule(), "LIFE-3");
     let again = receive(&mut srv, &startup(5, 0, &[]), &mut Seen::default()).unwrap_err();
     assert_eq!(again.rule(), "RECV-11");
     assert_eq!(srv.finish(), Ok(()));

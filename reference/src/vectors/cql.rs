@@ -45,6 +45,13 @@ fn string(b: &mut Vec<u8>, s: &str) {
     b.extend_from_slice(s.as_bytes());
 }
 
+/// A [bytes] value.
+pub fn bytes_value(v: &[u8]) -> Vec<u8> {
+    let mut b = Vec::new();
+    bytes(&mut b, v);
+    b
+}
+
 fn bytes(b: &mut Vec<u8>, v: &[u8]) {
     b.extend_from_slice(&(v.len() as i32).to_be_bytes());
     b.extend_from_slice(v);

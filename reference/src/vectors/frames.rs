@@ -212,14 +212,14 @@ fn valid(c: &mut Cases, s: FrameSettings) {
         None,
         frame(s, &[], true),
     );
-    let options = envelope_bytes(0x05, 0, 0, Opcode::Options, &[]);
+    let ready = envelope_bytes(0x85, 0, 0, Opcode::Ready, &[]);
     c.add(
         s,
         "one-envelope",
-        "One OPTIONS request, the smallest envelope (9 bytes).",
+        "One READY response, the smallest envelope (9 bytes).",
         &with(&["SEND-2", "ENV-1"]),
         None,
-        frame(s, &options, true),
+        frame(s, &ready, true),
     );
     let several: Vec<u8> = (0..5)
         .flat_map(|i| result(i, 10 + 37 * i as usize))
@@ -284,15 +284,8 @@ fn valid(c: &mut Cases, s: FrameSettings) {
         sequence(s, &cut(&exact, &[MAX_PAYLOAD])),
     );
     let small = result(5, 40);
-    c.add(s, "sequence-header-split", "An envelope whose 9-byte header spans frames of 1, 3 and 5 bytes: the sender breaks SEND-8, yet a receiver accepts it.", &with(&["SEND-4", "SEND-8", "RECV-6"]), None, sequence(s, &cut(&small, &[1, 3, 5])));
-    c.add(
-        s,
-        "sequence-of-one-byte-frames",
-        "An envelope sent one byte per frame (breaking SEND-8, accepted by a receiver).",
-        &with(&["SEND-4", "SEND-8", "RECV-6"]),
-        None,
-        sequence(s, &cut(&small, &[1; 48])),
-    );
+    c.add_with(s, "sequence-header-split", "An envelope whose 9-byte header spans frames of 1, 3 and 5 bytes: the sender breaks SEND-8, yet a receiver accepts it (decode only).", &with(&["SEND-4", "SEND-8", "RECV-6"]), None, sequence(s, &cut(&small, &[1, 3, 5])), DEFAULT_MAX_BODY, true);
+    c.add_with(s, "sequence-of-one-byte-frames", "An envelope sent one byte per frame: the sender breaks SEND-8, yet a receiver accepts it (decode only).", &with(&["SEND-4", "SEND-8", "RECV-6"]), None, sequence(s, &cut(&small, &[1; 48])), DEFAULT_MAX_BODY, true);
     let server_one = result(6, 131_060 - 9);
     c.add(
         s,
@@ -305,7 +298,7 @@ fn valid(c: &mut Cases, s: FrameSettings) {
     let mixed = [
         frame(s, &several, true),
         sequence(s, &cut(&small, &[20])),
-        frame(s, &options, true),
+        frame(s, &ready, true),
     ]
     .concat();
     c.add(
@@ -317,7 +310,7 @@ fn valid(c: &mut Cases, s: FrameSettings) {
         mixed,
     );
     let rsv_bits: u8 = if s.format == Format::Lz4 { 0xF } else { 0x1F };
-    let reserved = raw_frame(s, &options, true, |h, _| {
+    let reserved = raw_frame(s, &ready, true, |h, _| {
         h.reserved = rsv_bits;
         *h = FrameHeader { crc24: 0, ..*h };
         h.crc24 = crate::checksum::crc24(&h.word().to_le_bytes()[..h.format.header_len() - 3]);
@@ -336,8 +329,8 @@ fn valid(c: &mut Cases, s: FrameSettings) {
 
 /// Streams that break a rule, one rule each.
 fn invalid(c: &mut Cases, s: FrameSettings) {
-    let options = envelope_bytes(0x05, 0, 0, Opcode::Options, &[]);
-    let good = frame(s, &options, true);
+    let ready = envelope_bytes(0x85, 0, 0, Opcode::Ready, &[]);
+    let good = frame(s, &ready, true);
     let hlen = s.format.header_len();
 
     let mut bad = good.clone();
@@ -421,7 +414,7 @@ fn invalid(c: &mut Cases, s: FrameSettings) {
         "A self-contained frame ending 4 bytes into an envelope header.",
         &["RECV-5", "SEND-2"],
         Some("RECV-5"),
-        frame(s, &[options.clone(), options[..4].to_vec()].concat(), true),
+        frame(s, &[ready.clone(), ready[..4].to_vec()].concat(), true),
     );
     c.add(
         s,
@@ -432,7 +425,7 @@ fn invalid(c: &mut Cases, s: FrameSettings) {
         frame(s, &envelope[..200], true),
     );
     let mut tail = envelope[150..].to_vec();
-    tail.extend_from_slice(&options);
+    tail.extend_from_slice(&ready);
     c.add(
         s,
         "sequence-overshoot",
@@ -464,7 +457,7 @@ fn invalid(c: &mut Cases, s: FrameSettings) {
         frame(s, &[], false),
     );
 
-    let mut negative = options.clone();
+    let mut negative = ready.clone();
     negative[5] = 0x80;
     c.add(
         s,
@@ -477,7 +470,7 @@ fn invalid(c: &mut Cases, s: FrameSettings) {
     let large = result(3, 1001);
     c.add_with(s, "envelope-over-limit", "A 1001-byte envelope body to a receiver whose limit is 1000, in a sequence: refused from its header.", &["RECV-12"], Some("RECV-12"), sequence(s, &cut(&large, &[9])), 1000, false);
 
-    let flipped = raw_frame(s, &options, true, |h, trailer| {
+    let flipped = raw_frame(s, &ready, true, |h, trailer| {
         let wrong = !h.checksum_bit;
         *h = FrameHeader::new(
             h.format,
@@ -486,7 +479,7 @@ fn invalid(c: &mut Cases, s: FrameSettings) {
             true,
             wrong,
         );
-        *trailer = s.checksum.compute(&options);
+        *trailer = s.checksum.compute(&ready);
     });
     c.add(
         s,
@@ -533,8 +526,8 @@ fn lz4_only(c: &mut Cases) {
             frame(s, &random, true),
         );
         // Literal-only block: a token of 15 literals plus length bytes, no match.
-        let options = envelope_bytes(0x05, 0, 0, Opcode::Options, &[]);
-        let envelope = [options.clone(), options.clone(), options.clone()].concat();
+        let ready = envelope_bytes(0x85, 0, 0, Opcode::Ready, &[]);
+        let envelope = [ready.clone(), ready.clone(), ready.clone()].concat();
         let mut literal_only = vec![0xF0, (envelope.len() - 15) as u8];
         literal_only.extend_from_slice(&envelope);
         c.add_with(s, "foreign-literal-only-block", "A block of literals only, as some compressors emit for short input: decodes, though our encoder would store it.", &["LZ4-1", "LZ4-4"], None, with_block(&literal_only, envelope.len() as u32), DEFAULT_MAX_BODY, true);
@@ -561,9 +554,9 @@ fn lz4_only(c: &mut Cases) {
         c.add(
             s,
             "block-malformed",
-            "A block whose match offset points before the start of the output.",
-            &["LZ4-1"],
-            Some("LZ4-1"),
+            "A block whose match offset points before the start of the output: the sender broke LZ4-1, the receiver fails it under LZ4-4.",
+            &["LZ4-4", "LZ4-1"],
+            Some("LZ4-4"),
             with_block(&[0x10, b'a', 0x05, 0x00], 20),
         );
         let mut short = literal_only.clone();
@@ -590,12 +583,12 @@ fn lz4_only(c: &mut Cases) {
 
 /// Frames whose trailer was computed with another algorithm than the one negotiated.
 fn checksum_confusion(c: &mut Cases) {
-    let options = envelope_bytes(0x05, 0, 0, Opcode::Options, &[]);
-    let unseeded = bitwise::crc32_ieee(&options);
+    let ready = envelope_bytes(0x85, 0, 0, Opcode::Ready, &[]);
+    let unseeded = bitwise::crc32_ieee(&ready);
     for (s, wrong, what) in [
         (
             ALL_SETTINGS[0],
-            crate::checksum::crc32c(&options),
+            crate::checksum::crc32c(&ready),
             "CRC32C on a CRC32 connection",
         ),
         (
@@ -605,7 +598,7 @@ fn checksum_confusion(c: &mut Cases) {
         ),
         (
             ALL_SETTINGS[1],
-            crate::checksum::crc32(&options),
+            crate::checksum::crc32(&ready),
             "seeded CRC32 on a CRC32C connection",
         ),
         (
@@ -614,7 +607,7 @@ fn checksum_confusion(c: &mut Cases) {
             "plain CRC-32 on a CRC32C connection",
         ),
     ] {
-        let bytes = raw_frame(s, &options, true, |_, trailer| *trailer = wrong);
+        let bytes = raw_frame(s, &ready, true, |_, trailer| *trailer = wrong);
         let name = if wrong == unseeded {
             "trailer-unseeded-crc32"
         } else {

@@ -92,6 +92,13 @@ impl Side {
                     ConnectionEvent::Envelope(envelope) => {
                         self.envelope(true, EnvelopeRecord::of(&envelope))
                     }
+                    ConnectionEvent::Rejected { envelope, error } => {
+                        self.envelope(true, EnvelopeRecord::of(&envelope));
+                        if let Some(last) = self.envelopes.last_mut() {
+                            last["framed"] = json!(self.switch.is_object());
+                            last["rejected"] = json::error_json(Some(&error));
+                        }
+                    }
                     ConnectionEvent::Frame(frame) => {
                         self.frames.push(json::frame_json(&FrameRecord::of(frame)))
                     }
@@ -256,10 +263,26 @@ fn conversation(version: u8, flags: u8, startup: &[(&str, &str)], response: Opco
     s.request(0, Opcode::Options, &[])
         .response(0, Opcode::Supported, &supported(&options));
     s.request(1, Opcode::Startup, &body::string_map(startup));
-    s.response(1, response, &[]);
+    let response_body = match response {
+        Opcode::Error => body::error(body::PROTOCOL_ERROR, "Unknown compression algorithm"),
+        Opcode::Authenticate => body::string("org.apache.cassandra.auth.PasswordAuthenticator"),
+        _ => Vec::new(),
+    };
+    s.response(1, response, &response_body);
+    if response == Opcode::Error {
+        // Framed from here on with the defaults (LIFE-8): the client asks OPTIONS once more,
+        // then closes (LIFE-10).
+        s.request(2, Opcode::Options, &[])
+            .response(2, Opcode::Supported, &supported(&options));
+        return s.session();
+    }
     if response == Opcode::Authenticate {
-        s.request(2, Opcode::AuthResponse, b"\0cassandra\0cassandra")
-            .response(2, Opcode::AuthSuccess, &[]);
+        s.request(
+            2,
+            Opcode::AuthResponse,
+            &cql::bytes_value(b"\0cassandra\0cassandra"),
+        )
+        .response(2, Opcode::AuthSuccess, &(-1i32).to_be_bytes());
     }
     s.requests(&[
         (
@@ -366,6 +389,13 @@ pub fn cases() -> Vec<Case> {
             conversation(5, 0, &[cql, ("COMPRESSION", "lz4")], Opcode::Authenticate),
         ),
         case(
+            "v5-version-refused",
+            "A server without v5 answers the v5 STARTUP with ERROR in v4 on stream 0: no switch; the client retries with v4 on a new connection.",
+            &["LIFE-11", "LIFE-9", "LIFE-2"],
+            None,
+            version_refused(),
+        ),
+        case(
             "v5-startup-error",
             "ERROR answers STARTUP: both sides then frame uncompressed with CRC32.",
             &with(&["LIFE-8"]),
@@ -380,6 +410,35 @@ pub fn cases() -> Vec<Case> {
     ];
     all.extend(violations());
     all
+}
+
+/// A v5 STARTUP refused by a server that speaks v4 at most (what Cassandra 3.x answers).
+fn version_refused() -> Session {
+    let startup = envelope_bytes(
+        5,
+        0,
+        1,
+        Opcode::Startup,
+        &body::string_map(&[("CQL_VERSION", "3.0.0")]),
+    );
+    let refusal = envelope_bytes(
+        0x84,
+        0,
+        0,
+        Opcode::Error,
+        &body::error(
+            body::PROTOCOL_ERROR,
+            "Invalid or unsupported protocol version (5); supported versions are (3/v3, 4/v4)",
+        ),
+    );
+    Session {
+        server_responds_after: startup.len(),
+        client_switch: None,
+        server_switch: None,
+        client: startup,
+        server: refusal,
+        server_options: ServerOptions::default(),
+    }
 }
 
 /// Handshake violations, written by hand where the reference ends refuse to.
@@ -425,11 +484,11 @@ fn violations() -> Vec<Case> {
     let crc32c_startup = startup(&[("CQL_VERSION", "3.0.0"), ("FRAME_CHECKSUM", "crc32c")]);
     let n = good_startup.len();
     vec![
-        case("framed-startup", "The client frames its STARTUP: the server finds no envelope.", &["LIFE-1", "LIFE-3"], Some("LIFE-1"),
+        case("framed-startup", "The client frames its STARTUP: the server finds no envelope.", &["LIFE-1", "LIFE-3"], Some("LIFE-3"),
             plain(framed_startup.clone(), Vec::new(), None, None, framed_startup.len())),
         case("unframed-after-switch", "The server sends READY, then an unframed EVENT: the client's first frame header fails its CRC24.", &["LIFE-7", "LIFE-4", "RECV-1"], Some("RECV-1"),
             plain(good_startup.clone(), after_switch, Some(n), Some(ready.len()), n)),
-        case("pipelined-after-startup", "The client sends a QUERY right after STARTUP, before the response.", &["LIFE-6"], Some("LIFE-6"),
+        case("pipelined-after-startup", "The client sends a QUERY right after STARTUP, before the response: the server detects it (LIFE-12) and stops.", &["LIFE-6", "LIFE-12"], Some("LIFE-6"),
             plain(pipelined.clone(), Vec::new(), Some(n), None, pipelined.len())),
         case("crc32c-asked-of-old-server", "The client asks for CRC32C though SUPPORTED did not list it; the old server ignores the key and frames with CRC32: the client rejects the first frame.", &["NEG-4", "RECV-3", "FMT-13"], Some("RECV-3"),
             Session { server_options: ServerOptions { checksums: None, ..ServerOptions::default() },
