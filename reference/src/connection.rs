@@ -62,12 +62,20 @@ fn option<'a>(options: &'a [(String, String)], key: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
-/// The server's decision on a STARTUP's options (NEG-1, NEG-2, NEG-5, NEG-6, NEG-7).
+/// The server's decision on a STARTUP's options (NEG-1, NEG-2, NEG-5, NEG-6, NEG-7, NEG-9).
 pub fn negotiate(
     version: u8,
     options: &[(String, String)],
     server: &ServerOptions,
 ) -> Result<FrameSettings, ErrorKind> {
+    for (i, (key, _)) in options.iter().enumerate() {
+        if options[..i]
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(key))
+        {
+            return Err(ErrorKind::RepeatedOption { key: key.clone() });
+        }
+    }
     let mut settings = FrameSettings::default();
     if version < FIRST_FRAMED_VERSION {
         return Ok(settings);

@@ -89,6 +89,8 @@ pub enum ErrorKind {
     SentBeforeStartupResponse,
     #[error("unsupported COMPRESSION {value:?}")]
     UnsupportedCompression { value: String },
+    #[error("STARTUP carries the option {key:?} more than once")]
+    RepeatedOption { key: String },
     #[error("unsupported FRAME_CHECKSUM {value:?}")]
     UnsupportedChecksum { value: String },
     #[error("input after a framing error")]
@@ -124,6 +126,7 @@ impl ErrorKind {
             ErrorKind::SentBeforeStartupResponse => "LIFE-6",
             ErrorKind::UnsupportedCompression { .. } => "NEG-2",
             ErrorKind::UnsupportedChecksum { .. } => "NEG-6",
+            ErrorKind::RepeatedOption { .. } => "NEG-9",
             ErrorKind::AfterError => "RECV-11",
         }
     }

@@ -239,7 +239,7 @@ fn v6_beta_needs_use_beta() {
     assert_eq!(seen.envelopes, vec![(false, Opcode::Startup as u8, 2)]);
 }
 
-// NEG-2, NEG-6, NEG-7: what the server decides from STARTUP.
+// NEG-2, NEG-6, NEG-7, NEG-9: what the server decides from STARTUP.
 #[test]
 fn negotiation_decisions() {
     use cqlframe::connection::negotiate;
@@ -295,6 +295,18 @@ fn negotiation_decisions() {
     assert_eq!(
         negotiate(4, &opts(&[("FRAME_CHECKSUM", "whatever")]), &all).unwrap(),
         FrameSettings::default()
+    );
+    let repeated = opts(&[("COMPRESSION", "lz4"), ("compression", "lz4")]);
+    assert_eq!(negotiate(5, &repeated, &all).unwrap_err().rule(), "NEG-9");
+    let no_lz4 = ServerOptions {
+        lz4: false,
+        ..all.clone()
+    };
+    assert_eq!(
+        negotiate(5, &opts(&[("COMPRESSION", "lz4")]), &no_lz4)
+            .unwrap_err()
+            .rule(),
+        "NEG-2"
     );
 }
 
