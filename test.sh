@@ -37,6 +37,9 @@ python3 spec/test_traceability.py
 spec/build.sh
 python3 spec/traceability.py
 
+step "kaitai: grammar compiled for every target; generated Python and JavaScript parsers against the vectors"
+kaitai/test.sh
+
 step "peers: Python driver harness"
 peers/python/setup.sh
 .cache/venv/python-peer/bin/python -m unittest discover -s peers/python -p 'test_*.py'

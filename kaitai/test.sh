@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The Kaitai Struct grammar of the framing layer: compile and test.
+#
+# 1. Installs, idempotently and pinned, into the repo's ignored .cache/: the official Kaitai
+#    Struct compiler (JVM command line, Maven artifact io.kaitai:kaitai-struct-compiler_2.13,
+#    version in kaitai/tools/pom.xml), the Python runtime (kaitai/tests/requirements.txt) and
+#    the JavaScript runtime (kaitai/tests/package.json).
+# 2. Compiles every kaitai/*.ksy for every target of the compiler (-t all) into build/kaitai/;
+#    fails on any error or warning.
+# 3. Runs the generated Python and JavaScript parsers against the golden vectors and the
+#    kst-like cases (kaitai/tests/). Each prints `kaitai-<lang>: N passed, M failed`.
+#
+#   kaitai/test.sh
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+cache="$root/.cache"
+tools="$cache/kaitai"
+out="$root/build/kaitai"
+mkdir -p "$tools"
+
+say() { printf -- '-- kaitai: %s\n' "$*"; }
+
+# --- the compiler (resolved by kaitai/ksc.sh on first use) ---------------------------------
+ksc() { kaitai/ksc.sh "$@"; }
+ksc --version >/dev/null
+
+# --- the runtimes ----------------------------------------------------------------------------
+venv="$cache/venv/kaitai"
+if ! cmp -s kaitai/tests/requirements.txt "$venv/.requirements" 2>/dev/null; then
+    say "installing the Python runtime"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -r kaitai/tests/requirements.txt
+    cp kaitai/tests/requirements.txt "$venv/.requirements"
+fi
+node_dir="$tools/node"
+if ! cmp -s kaitai/tests/package.json "$node_dir/package.json" 2>/dev/null ||
+    [ ! -d "$node_dir/node_modules/kaitai-struct" ]; then
+    say "installing the JavaScript runtime"
+    rm -rf "$node_dir"
+    mkdir -p "$node_dir"
+    cp kaitai/tests/package.json "$node_dir/package.json"
+    (cd "$node_dir" && npm install --no-package-lock --no-audit --no-fund --silent)
+fi
+
+# --- compile for every target ----------------------------------------------------------------
+say "$(ksc --version) -t all"
+rm -rf "$out"
+mkdir -p "$out"
+set +e
+ksc -t all --ksc-json-output --go-package cqlframe -d "$out" kaitai/*.ksy \
+    >"$tools/ksc-output.json" 2>"$tools/ksc-stderr.txt"
+status=$?
+set -e
+python3 - "$tools/ksc-output.json" "$tools/ksc-stderr.txt" "$status" "$out" <<'EOF'
+import json, pathlib, sys
+report, stderr, status, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), int(sys.argv[3]), pathlib.Path(sys.argv[4])
+problems = []
+if status != 0:
+    problems.append(f"compiler exit status {status}")
+if stderr.read_text().strip():
+    problems.append("compiler stderr: " + stderr.read_text().strip())
+try:
+    data = json.loads(report.read_text())
+except ValueError:
+    data = {}
+    problems.append("compiler output is not JSON: " + report.read_text()[:2000])
+targets = set()
+def walk(node, where):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("errors", "warnings") and value:
+                for item in value:
+                    problems.append(f"{key[:-1]} in {where}: {json.dumps(item)}")
+            else:
+                walk(value, where)
+for spec, result in data.items():
+    targets.update(result.get("output", {}))
+    walk(result, spec)
+files = [p for p in out.rglob("*") if p.is_file()]
+print(f"-- kaitai: {len(data)} .ksy files, {len(targets)} targets ({', '.join(sorted(targets))}), "
+      f"{len(files)} files written, {sum(1 for p in problems if p.startswith('warning'))} warnings")
+for p in problems:
+    print("   " + p)
+sys.exit(1 if problems else 0)
+EOF
+
+# --- tests -----------------------------------------------------------------------------------
+failed=0
+"$venv/bin/python" kaitai/tests/run_python.py --generated "$out/python" || failed=1
+NODE_PATH="$node_dir/node_modules" node kaitai/tests/run_javascript.js --generated "$out/javascript" || failed=1
+exit "$failed"

@@ -1,0 +1,134 @@
+"""Independent checksum and LZ4 block code for the Kaitai test runner (Python).
+
+Written from the spec's catalogue (spec/framing_v6.adoc, "Checksums" and "LZ4
+payloads"), not from the Rust reference: CRC24 (CRC-1), CRC32 seeded with
+FA 2D 55 CA (CRC-2), unseeded CRC32C (CRC-3), and a strict raw LZ4 block decoder
+(LZ4-1, LZ4-4). Standard library only.
+"""
+
+from __future__ import annotations
+
+
+def crc24(data: bytes) -> int:
+    """CRC24 of CRC-1: width 24, poly 0x974F0B, init 0x875060, not reflected, xorout 0."""
+    crc = 0x875060
+    for b in data:
+        crc ^= b << 16
+        for _ in range(8):
+            crc <<= 1
+            if crc & 0x1000000:
+                crc ^= 0x1974F0B
+    return crc & 0xFFFFFF
+
+
+def _reflected_table(poly_reflected: int) -> list[int]:
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ poly_reflected if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC32_TABLE = _reflected_table(0xEDB88320)  # 0x04C11DB7 reflected
+_CRC32C_TABLE = _reflected_table(0x82F63B78)  # 0x1EDC6F41 reflected
+CRC32_SEED = bytes([0xFA, 0x2D, 0x55, 0xCA])
+
+
+def _crc32_reflected(table: list[int], data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def crc32_seeded(payload: bytes) -> int:
+    """CRC-2: CRC-32/ISO-HDLC over FA 2D 55 CA followed by the payload."""
+    return _crc32_reflected(_CRC32_TABLE, CRC32_SEED + payload)
+
+
+def crc32c(payload: bytes) -> int:
+    """CRC-3: CRC-32/ISCSI over the payload, no seed."""
+    return _crc32_reflected(_CRC32C_TABLE, payload)
+
+
+def payload_checksum(algorithm: str, payload: bytes) -> int:
+    return {"crc32": crc32_seeded, "crc32c": crc32c}[algorithm](payload)
+
+
+# Catalogue check values (spec, "Checksums"): (name, function, input, expected).
+CATALOGUE = [
+    ("crc24 check value", crc24, b"123456789", 0x4B3F02),
+    ("crc32 seeded check value", crc32_seeded, b"123456789", 0xE2A261A7),
+    ("crc32 seeded, empty payload", crc32_seeded, b"", 0x44777ED3),
+    ("crc32c check value", crc32c, b"123456789", 0xE3069283),
+    ("crc32 unseeded (ISO-HDLC) check value", lambda d: _crc32_reflected(_CRC32_TABLE, d), b"123456789", 0xCBF43926),
+]
+
+
+class Lz4Malformed(Exception):
+    """The block is not a valid LZ4 block (the sender broke LZ4-1; the receiver fails LZ4-4)."""
+
+
+class Lz4LengthMismatch(Exception):
+    """The block does not decompress to exactly the declared length (LZ4-4)."""
+
+
+def lz4_block_decompress(block: bytes, declared: int) -> bytes:
+    """Decode one raw LZ4 block into exactly `declared` bytes, bounds-checked.
+
+    Raises Lz4LengthMismatch when the output would exceed `declared` or ends short
+    of it, Lz4Malformed when the block itself is broken (runs past its input, a
+    match offset of 0 or before the start of the output).
+    """
+    out = bytearray()
+    i, n = 0, len(block)
+    if n == 0:
+        raise Lz4Malformed("empty block")
+    while True:
+        token = block[i]
+        i += 1
+        lit = token >> 4
+        if lit == 15:
+            while True:
+                if i >= n:
+                    raise Lz4Malformed("literal length runs past the block")
+                b = block[i]
+                i += 1
+                lit += b
+                if b != 255:
+                    break
+        if i + lit > n:
+            raise Lz4Malformed("literals run past the block")
+        if len(out) + lit > declared:
+            raise Lz4LengthMismatch("output would exceed the declared length")
+        out += block[i:i + lit]
+        i += lit
+        if i == n:  # the last sequence carries literals only
+            break
+        if i + 2 > n:
+            raise Lz4Malformed("match offset runs past the block")
+        offset = block[i] | block[i + 1] << 8
+        i += 2
+        if offset == 0 or offset > len(out):
+            raise Lz4Malformed("match offset outside the decompressed output")
+        mlen = token & 15
+        if mlen == 15:
+            while True:
+                if i >= n:
+                    raise Lz4Malformed("match length runs past the block")
+                b = block[i]
+                i += 1
+                mlen += b
+                if b != 255:
+                    break
+        mlen += 4
+        if len(out) + mlen > declared:
+            raise Lz4LengthMismatch("output would exceed the declared length")
+        start = len(out) - offset
+        for k in range(mlen):  # byte by byte: matches may overlap their output
+            out.append(out[start + k])
+    if len(out) != declared:
+        raise Lz4LengthMismatch(f"block yields {len(out)} bytes, header declares {declared}")
+    return bytes(out)
