@@ -14,7 +14,7 @@ mkdir -p .cache
 step() { printf '\n== %s\n' "$*"; }
 
 step "system packages"
-packages=(asciidoctor ruby-asciidoctor-pdf python3-venv)
+packages=(asciidoctor ruby-asciidoctor-pdf python3-venv tshark)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -31,6 +31,12 @@ cargo test --workspace --release
 
 step "vectors: committed files equal a fresh generation; every case decodes as expected in every chunking"
 cargo run --release -q -p cqlframe -- vectors verify
+
+step "vectors: manifest.json matches vectors/manifest.schema.json"
+python3 vectors/validate_manifest.py
+
+step "vectors: session captures read back by tshark (checksums, expert info, reassembled streams)"
+CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 vectors/test_pcaps.py
 
 step "spec: traceability self-test, strict build, rule coverage"
 python3 spec/test_traceability.py

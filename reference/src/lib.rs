@@ -15,6 +15,7 @@ pub use cqlframe_checksum as checksum;
 
 pub mod assembler;
 pub mod body;
+pub mod capture;
 pub mod connection;
 pub mod decoder;
 pub mod encoder;

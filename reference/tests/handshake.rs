@@ -423,12 +423,15 @@ fn framed_pair() -> (Connection, Connection) {
     (client, srv)
 }
 
-/// Frames `envelope` as the negotiated default settings do and feeds it to `conn`.
-fn receive_framed(conn: &mut Connection, envelope: &[u8]) -> Result<(), FramingError> {
+/// Frames `envelopes` as the negotiated default settings do, feeds them to `conn`, and returns
+/// what it saw.
+fn receive_framed(conn: &mut Connection, envelopes: &[Vec<u8>]) -> Seen {
     let mut wire = Vec::new();
     cqlframe::encoder::FrameEncoder::new(FrameSettings::default(), SplitPolicy::DRIVERS)
-        .write_envelopes([envelope], &mut wire);
-    receive(conn, &wire, &mut Seen::default())
+        .write_envelopes(envelopes.iter().map(Vec::as_slice), &mut wire);
+    let mut seen = Seen::default();
+    receive(conn, &wire, &mut seen).unwrap();
+    seen
 }
 
 // ENV-2: a framed envelope of another version or the wrong direction is refused on its own;
@@ -436,29 +439,20 @@ fn receive_framed(conn: &mut Connection, envelope: &[u8]) -> Result<(), FramingE
 #[test]
 fn framed_envelope_version_is_checked() {
     let (_, mut srv) = framed_pair();
-    let mut seen = Seen::default();
-    let mut wire = Vec::new();
-    let query = envelope_bytes(5, 0, 3, Opcode::Query, b"q");
-    cqlframe::encoder::FrameEncoder::new(FrameSettings::default(), SplitPolicy::DRIVERS)
-        .write_envelopes(
-            [
-                envelope_bytes(4, 0, 2, Opcode::Query, b"q").as_slice(),
-                query.as_slice(),
-            ],
-            &mut wire,
-        );
-    receive(&mut srv, &wire, &mut seen).unwrap();
+    let seen = receive_framed(
+        &mut srv,
+        &[
+            envelope_bytes(4, 0, 2, Opcode::Query, b"q"),
+            envelope_bytes(5, 0, 3, Opcode::Query, b"q"),
+        ],
+    );
     assert_eq!(seen.rejected, vec!["ENV-2"]);
     assert_eq!(seen.envelopes, vec![(true, Opcode::Query as u8, 1)]);
     let (mut client, _) = framed_pair();
-    let mut seen = Seen::default();
-    let mut wire = Vec::new();
-    cqlframe::encoder::FrameEncoder::new(FrameSettings::default(), SplitPolicy::DRIVERS)
-        .write_envelopes(
-            [envelope_bytes(5, 0, 2, Opcode::Result, b"r").as_slice()],
-            &mut wire,
-        );
-    receive(&mut client, &wire, &mut seen).unwrap();
+    let seen = receive_framed(
+        &mut client,
+        &[envelope_bytes(5, 0, 2, Opcode::Result, b"r")],
+    );
     assert_eq!(seen.rejected, vec!["ENV-2"]);
 }
 
@@ -467,14 +461,7 @@ fn framed_envelope_version_is_checked() {
 #[test]
 fn envelope_compression_flag_ignored_and_never_sent() {
     let (mut client, mut srv) = framed_pair();
-    let mut seen = Seen::default();
-    let mut wire = Vec::new();
-    cqlframe::encoder::FrameEncoder::new(FrameSettings::default(), SplitPolicy::DRIVERS)
-        .write_envelopes(
-            [envelope_bytes(5, 0x01, 2, Opcode::Query, b"q").as_slice()],
-            &mut wire,
-        );
-    receive(&mut srv, &wire, &mut seen).unwrap();
+    let seen = receive_framed(&mut srv, &[envelope_bytes(5, 0x01, 2, Opcode::Query, b"q")]);
     assert_eq!(seen.envelopes, vec![(true, Opcode::Query as u8, 1)]);
     let err = cqlframe::FramingError::new(ErrorKind::MissingBetaFlag, 0);
     let answer = srv.reject_response(

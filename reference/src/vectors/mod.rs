@@ -1,7 +1,9 @@
 //! Golden test vectors: the cases are built here, their expected results computed by the
 //! reference decoder and checked against what each case intends, then written as
-//! `vectors/manifest.json` plus one `.bin` per byte stream (format: `vectors/README.md`).
+//! `vectors/manifest.json` plus one `.bin` per byte stream (format: `vectors/README.md`), and
+//! one `vectors/pcap/<id>.pcap` capture per session case.
 
+mod captures;
 mod cql;
 mod examples;
 mod frames;
@@ -83,6 +85,7 @@ pub fn generate() -> Result<BTreeMap<PathBuf, Vec<u8>>, String> {
     let mut text = serde_json::to_string_pretty(&manifest).map_err(|e| e.to_string())?;
     text.push('\n');
     files.insert(PathBuf::from("vectors/manifest.json"), text.into_bytes());
+    files.extend(captures::files(&cases)?);
     files.insert(
         PathBuf::from("spec/generated/examples.adoc"),
         examples::render(&cases)?.into_bytes(),
@@ -90,12 +93,14 @@ pub fn generate() -> Result<BTreeMap<PathBuf, Vec<u8>>, String> {
     Ok(files)
 }
 
-/// Writes a generation under `root`, replacing the previous case files.
+/// Writes a generation under `root`, replacing the previous case files and captures.
 pub fn write(root: &Path) -> Result<usize, String> {
     let files = generate()?;
-    let cases_dir = root.join("vectors/cases");
-    if cases_dir.exists() {
-        std::fs::remove_dir_all(&cases_dir).map_err(|e| e.to_string())?;
+    for dir in ["vectors/cases", captures::DIR] {
+        let dir = root.join(dir);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| e.to_string())?;
+        }
     }
     for (path, bytes) in &files {
         let full = root.join(path);
@@ -122,11 +127,13 @@ pub fn verify(root: &Path) -> Result<usize, Vec<String>> {
             Err(e) => problems.push(format!("{}: {e}", path.display())),
         }
     }
-    if let Ok(listing) = std::fs::read_dir(root.join("vectors/cases")) {
-        for entry in listing.flatten() {
-            let rel = Path::new("vectors/cases").join(entry.file_name());
-            if !files.contains_key(&rel) {
-                problems.push(format!("{}: not produced by the generator", rel.display()));
+    for dir in ["vectors/cases", captures::DIR] {
+        if let Ok(listing) = std::fs::read_dir(root.join(dir)) {
+            for entry in listing.flatten() {
+                let rel = Path::new(dir).join(entry.file_name());
+                if !files.contains_key(&rel) {
+                    problems.push(format!("{}: not produced by the generator", rel.display()));
+                }
             }
         }
     }

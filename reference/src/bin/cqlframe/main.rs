@@ -7,6 +7,7 @@ mod crc;
 mod decode;
 mod encode;
 mod input;
+mod pcap;
 mod vectors;
 
 use clap::{Parser, Subcommand};
@@ -31,6 +32,8 @@ enum Command {
     Crc(crc::Args),
     Decode(decode::Args),
     Encode(encode::Args),
+    /// Write a session's byte streams as a pcap capture.
+    Pcap(pcap::Args),
     /// Golden test vectors: generate or verify.
     Vectors(vectors::Args),
 }
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
         Command::Decode(args) => decode::run(args),
         Command::Encode(args) => encode::run(args),
         Command::Vectors(args) => vectors::run(args),
+        Command::Pcap(args) => pcap::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -15,7 +15,7 @@ pub struct Args {
 
 #[derive(Subcommand)]
 enum Action {
-    /// Write vectors/manifest.json, vectors/cases/*.bin and spec/generated/examples.adoc.
+    /// Write vectors/manifest.json, vectors/cases/*.bin, vectors/pcap/*.pcap and spec/generated/examples.adoc.
     Generate,
     /// Check the committed files equal a fresh generation and decode as expected in every chunking.
     Verify,
