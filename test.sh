@@ -56,6 +56,9 @@ mvn -B -q -Dmaven.repo.local="$root/.cache/m2" -f peers/java/pom.xml test
 step "vectors: cross-checked by the Python and Java drivers"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 vectors/crosscheck.py
 
+step "conformance: quick subset, bundled drivers against the reference server (a driver's FAIL is a finding; the reference client failing fails the build)"
+cargo run --release -q -p cqlframe -- conformance --quick
+
 step "reference: fuzzing (${FUZZ_SECONDS:-20} s per target)"
 reference/fuzz/run.sh "${FUZZ_SECONDS:-20}"
 

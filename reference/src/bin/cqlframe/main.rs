@@ -3,6 +3,7 @@
 //! Exit codes: 0 success; 1 the input breaks a framing rule (the error names it); 2 usage error;
 //! 3 input/output error.
 
+mod conformance;
 mod crc;
 mod decode;
 mod encode;
@@ -34,6 +35,8 @@ enum Command {
     Encode(encode::Args),
     /// Write a session's byte streams as a pcap capture.
     Pcap(pcap::Args),
+    /// Run the conformance suite against real drivers.
+    Conformance(conformance::Args),
     /// Golden test vectors: generate or verify.
     Vectors(vectors::Args),
 }
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         Command::Encode(args) => encode::run(args),
         Command::Vectors(args) => vectors::run(args),
         Command::Pcap(args) => pcap::run(args),
+        Command::Conformance(args) => conformance::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,259 @@
+//! The case catalogue (`conformance/cases.toml`): what each case asks the driver to do, what the
+//! server does, and what the harness expects.
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Catalogue {
+    #[serde(rename = "case")]
+    pub cases: Vec<Case>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub id: String,
+    pub title: String,
+    pub description: String,
+    /// Spec rule IDs the case tests.
+    pub rules: Vec<String>,
+    /// MUST or SHOULD: the level of the main rule; a FAIL of a SHOULD case is NON-STRICT.
+    pub level: Level,
+    /// In the `--quick` subset.
+    #[serde(default)]
+    pub quick: bool,
+    /// What the application must see: the true rows (`rows`), a successful run of the action
+    /// (`ok`), or never data from the faulty response (`reject`).
+    pub expect: Expect,
+    /// Outcome when the driver did not opt in to what the case is about (for example CRC32C):
+    /// the case is then INFORMATIONAL instead of PASS.
+    #[serde(default)]
+    pub informational_unless: Option<OptIn>,
+    #[serde(default)]
+    pub client: ClientParams,
+    #[serde(default)]
+    pub server: ServerScript,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+pub enum Level {
+    #[serde(rename = "MUST")]
+    Must,
+    #[serde(rename = "SHOULD")]
+    Should,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Expect {
+    Rows,
+    Ok,
+    Reject,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OptIn {
+    Crc32c,
+    Lz4,
+}
+
+/// The workload, passed to the adapter on its command line.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientParams {
+    /// `select`, `prepare-select`, `concurrent-select`, `insert-large`, `connect`.
+    #[serde(default = "default_action")]
+    pub action: String,
+    /// `default` (the driver's own choice), `lz4` or `none`.
+    #[serde(default = "default_str")]
+    pub compression: String,
+    /// `default`, `crc32c` or `crc32`: asks the adapter to opt in (where its driver can).
+    #[serde(default = "default_str")]
+    pub checksum: String,
+    /// `default`, `4`, `5` or `6` (v6-beta).
+    #[serde(default = "default_str")]
+    pub protocol: String,
+    #[serde(default)]
+    pub auth: bool,
+    /// `insert-large`: blob size in bytes.
+    #[serde(default)]
+    pub blob_size: usize,
+    /// `concurrent-select`: number of requests in flight.
+    #[serde(default)]
+    pub requests: usize,
+}
+
+fn default_action() -> String {
+    "select".into()
+}
+
+fn default_str() -> String {
+    "default".into()
+}
+
+impl Default for ClientParams {
+    fn default() -> Self {
+        ClientParams {
+            action: default_action(),
+            compression: default_str(),
+            checksum: default_str(),
+            protocol: default_str(),
+            auth: false,
+            blob_size: 0,
+            requests: 0,
+        }
+    }
+}
+
+/// What the server does.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerScript {
+    /// Rows of `ks.t` and the size of each row's blob.
+    #[serde(default = "default_rows")]
+    pub rows: usize,
+    #[serde(default = "default_row_size")]
+    pub row_size: usize,
+    /// `FRAME_CHECKSUMS` in SUPPORTED: `both` (crc32, crc32c), `crc32`, or `absent` (a server
+    /// that predates FRAME_CHECKSUM and ignores the STARTUP key).
+    #[serde(default = "default_checksums")]
+    pub checksums: String,
+    /// `lz4` listed in SUPPORTED COMPRESSION.
+    #[serde(default = "default_true")]
+    pub lz4: bool,
+    /// Highest protocol version served: envelopes of a higher version get the unframed
+    /// "unsupported protocol version" ERROR and a close (6: v3 to v6-beta).
+    #[serde(default = "default_max_version")]
+    pub max_version: u8,
+    /// Answer STARTUP with AUTHENTICATE (PasswordAuthenticator), any credentials accepted.
+    #[serde(default)]
+    pub auth: bool,
+    /// Most content bytes per frame (9..=131071) and the envelope size from which envelopes go
+    /// into a non-self-contained sequence. Default: Cassandra's 131060 / 131060.
+    #[serde(default = "default_capacity")]
+    pub capacity: usize,
+    #[serde(default)]
+    pub split_at: Option<usize>,
+    /// Size of the first frame of every sequence when smaller than `capacity` (1..9 splits the
+    /// envelope header across frames).
+    #[serde(default)]
+    pub first_piece: Option<usize>,
+    /// Pack the responses of one read into shared frames (true) or one frame per response.
+    #[serde(default = "default_true")]
+    pub pack: bool,
+    /// LZ4: store every frame instead of compressing.
+    #[serde(default)]
+    pub lz4_store: bool,
+    /// Value written into the reserved header bits of every framed response.
+    #[serde(default)]
+    pub reserved_bits: u8,
+    /// Write an empty self-contained frame before every batch of response frames.
+    #[serde(default)]
+    pub empty_frames: bool,
+    /// TCP delivery: write everything in chunks of this many bytes, each flushed (0: whole).
+    #[serde(default)]
+    pub chop: usize,
+    /// Pause after each chunk, microseconds.
+    #[serde(default)]
+    pub chop_pause_us: u64,
+    /// Fault injected into the first response to a query on `ks.t`.
+    #[serde(default)]
+    pub fault: Option<Fault>,
+}
+
+fn default_rows() -> usize {
+    20
+}
+fn default_row_size() -> usize {
+    100
+}
+fn default_checksums() -> String {
+    "both".into()
+}
+fn default_max_version() -> u8 {
+    6
+}
+fn default_true() -> bool {
+    true
+}
+fn default_capacity() -> usize {
+    131_060
+}
+
+impl Default for ServerScript {
+    fn default() -> Self {
+        toml::from_str("").expect("defaults")
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fault {
+    pub kind: FaultKind,
+    /// Bit to flip (header, payload or trailer bit index; the payload default is its middle).
+    #[serde(default)]
+    pub bit: Option<usize>,
+    /// `truncate-sequence`: frames of the sequence sent before the close.
+    #[serde(default)]
+    pub frames: Option<usize>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    HeaderBitflip,
+    PayloadBitflip,
+    TrailerBitflip,
+    ChecksumBit,
+    Lz4Length,
+    Lz4BadOffset,
+    TruncateSequence,
+    TruncateFrame,
+    Overshoot,
+    Interleave,
+    EmptyContinuation,
+    PartialEnvelope,
+    Unframed,
+}
+
+impl FaultKind {
+    /// The rule a receiver applies to detect it.
+    pub fn rule(self) -> &'static str {
+        match self {
+            FaultKind::HeaderBitflip => "RECV-1",
+            FaultKind::PayloadBitflip | FaultKind::TrailerBitflip => "RECV-2",
+            FaultKind::ChecksumBit => "RECV-3",
+            FaultKind::Lz4Length => "LZ4-4",
+            FaultKind::Lz4BadOffset => "LZ4-4",
+            FaultKind::TruncateSequence | FaultKind::TruncateFrame => "RECV-9",
+            FaultKind::Overshoot => "RECV-7",
+            FaultKind::Interleave => "RECV-8",
+            FaultKind::EmptyContinuation => "RECV-10",
+            FaultKind::PartialEnvelope => "RECV-5",
+            FaultKind::Unframed => "LIFE-7",
+        }
+    }
+}
+
+pub fn load(path: &Path) -> Result<Catalogue, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let catalogue: Catalogue =
+        toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut seen = std::collections::HashSet::new();
+    for case in &catalogue.cases {
+        if !seen.insert(case.id.clone()) {
+            return Err(format!("{}: duplicate case id {}", path.display(), case.id));
+        }
+        if case.rules.is_empty() {
+            return Err(format!(
+                "{}: case {} cites no rule",
+                path.display(),
+                case.id
+            ));
+        }
+    }
+    Ok(catalogue)
+}

@@ -1,0 +1,380 @@
+//! How the conformance server cuts its responses into frames (split policy, packing, stored LZ4,
+//! reserved bits, empty frames) and how it breaks them on purpose (the faults of the catalogue).
+
+use super::cases::{Fault, FaultKind, ServerScript};
+use cqlframe::checksum::crc24;
+use cqlframe::format::{Format, FrameSettings, MAX_PAYLOAD};
+use cqlframe::header::FrameHeader;
+
+/// One frame to write: every part explicit, so that a fault can change any of them.
+#[derive(Clone, Debug)]
+pub struct OutFrame {
+    pub header: FrameHeader,
+    pub payload: Vec<u8>,
+    pub trailer: u32,
+    /// The content the payload carries (before compression).
+    pub content: Vec<u8>,
+}
+
+impl OutFrame {
+    pub fn write(&self, out: &mut Vec<u8>) {
+        cqlframe::encoder::write_raw(&self.header, &self.payload, self.trailer, out);
+    }
+
+    pub fn header_len(&self) -> usize {
+        self.header.format.header_len()
+    }
+}
+
+/// Recomputes the stored CRC24 of `header` after a field changed.
+pub fn reseal(header: &mut FrameHeader) {
+    let n = header.format.header_len() - 3;
+    header.crc24 = crc24(&header.word().to_le_bytes()[..n]);
+}
+
+/// The frame layout of the server's responses.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    pub settings: FrameSettings,
+    pub capacity: usize,
+    pub split_at: usize,
+    pub first_piece: Option<usize>,
+    pub pack: bool,
+    pub lz4_store: bool,
+    pub reserved_bits: u8,
+}
+
+impl Layout {
+    pub fn new(settings: FrameSettings, script: &ServerScript) -> Layout {
+        let capacity = script.capacity.clamp(1, MAX_PAYLOAD);
+        Layout {
+            settings,
+            capacity,
+            split_at: script.split_at.unwrap_or(capacity).max(1),
+            first_piece: script.first_piece,
+            pack: script.pack,
+            lz4_store: script.lz4_store,
+            reserved_bits: script.reserved_bits,
+        }
+    }
+
+    /// A frame carrying `content`, as the layout says (compressed unless stored or not shorter).
+    pub fn frame(&self, content: &[u8], self_contained: bool) -> OutFrame {
+        let bit = self.settings.checksum_bit();
+        let (mut header, payload) = match self.settings.format {
+            Format::Uncompressed => (
+                FrameHeader::new(
+                    Format::Uncompressed,
+                    content.len() as u32,
+                    0,
+                    self_contained,
+                    bit,
+                ),
+                content.to_vec(),
+            ),
+            Format::Lz4 => {
+                let block = if self.lz4_store || content.is_empty() {
+                    None
+                } else {
+                    Some(lz4_flex::block::compress(content)).filter(|b| b.len() < content.len())
+                };
+                match block {
+                    Some(b) => (
+                        FrameHeader::new(
+                            Format::Lz4,
+                            b.len() as u32,
+                            content.len() as u32,
+                            self_contained,
+                            bit,
+                        ),
+                        b,
+                    ),
+                    None => (
+                        FrameHeader::new(Format::Lz4, content.len() as u32, 0, self_contained, bit),
+                        content.to_vec(),
+                    ),
+                }
+            }
+        };
+        if self.reserved_bits != 0 {
+            header.reserved = self.reserved_bits;
+            reseal(&mut header);
+        }
+        let trailer = self.settings.checksum.compute(&payload);
+        OutFrame {
+            header,
+            payload,
+            trailer,
+            content: content.to_vec(),
+        }
+    }
+
+    /// Frames for `envelopes`: packed (or one per envelope) into self-contained frames up to the
+    /// capacity; an envelope of `split_at` bytes or more becomes a sequence.
+    pub fn frames(&self, envelopes: &[Vec<u8>]) -> Vec<OutFrame> {
+        let mut out = Vec::new();
+        let mut batch: Vec<u8> = Vec::new();
+        for env in envelopes {
+            if env.len() >= self.split_at {
+                if !batch.is_empty() {
+                    out.push(self.frame(&batch, true));
+                    batch.clear();
+                }
+                let first = self
+                    .first_piece
+                    .unwrap_or(self.capacity)
+                    .clamp(1, self.capacity);
+                let mut rest = &env[..];
+                let mut piece = first;
+                while !rest.is_empty() {
+                    let n = piece.min(rest.len());
+                    out.push(self.frame(&rest[..n], false));
+                    rest = &rest[n..];
+                    piece = self.capacity;
+                }
+                continue;
+            }
+            if !batch.is_empty() && (!self.pack || batch.len() + env.len() > self.capacity) {
+                out.push(self.frame(&batch, true));
+                batch.clear();
+            }
+            batch.extend_from_slice(env);
+        }
+        if !batch.is_empty() {
+            out.push(self.frame(&batch, true));
+        }
+        out
+    }
+}
+
+/// The bytes of a faulty response, and what happened.
+pub struct Faulted {
+    pub bytes: Vec<u8>,
+    /// Close the connection after writing (truncation faults).
+    pub close: bool,
+    pub note: String,
+}
+
+/// Why a fault could not be applied on this connection.
+pub struct NotApplicable(pub String);
+
+fn flip(bytes: &mut [u8], bit: usize) {
+    bytes[bit / 8] ^= 1 << (bit % 8);
+}
+
+fn serialise(frames: &[OutFrame]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for f in frames {
+        f.write(&mut out);
+    }
+    out
+}
+
+/// The extra envelope an overshooting sequence carries: a Void RESULT on stream 0x7ff0.
+fn stray_envelope(version_byte: u8) -> Vec<u8> {
+    cqlframe::envelope::envelope_bytes(
+        version_byte,
+        0,
+        0x7ff0,
+        cqlframe::envelope::Opcode::Result,
+        &1i32.to_be_bytes(),
+    )
+}
+
+/// Applies `fault` to the response `envelope`, laid out by `layout`.
+pub fn apply(fault: &Fault, layout: &Layout, envelope: &[u8]) -> Result<Faulted, NotApplicable> {
+    let mut frames = layout.frames(std::slice::from_ref(&envelope.to_vec()));
+    let is_sequence = frames.len() > 1 || !frames[0].header.self_contained;
+    let need_sequence = |what: &str| {
+        if is_sequence {
+            Ok(())
+        } else {
+            Err(NotApplicable(format!(
+                "{what} needs the response to be a sequence ({} bytes fit in one frame)",
+                envelope.len()
+            )))
+        }
+    };
+    let need_lz4 = || {
+        if layout.settings.format == Format::Lz4 {
+            Ok(())
+        } else {
+            Err(NotApplicable(
+                "the connection did not negotiate LZ4 (COMPRESSION=lz4)".into(),
+            ))
+        }
+    };
+    let ok = |bytes, note: String| {
+        Ok(Faulted {
+            bytes,
+            close: false,
+            note,
+        })
+    };
+    match fault.kind {
+        FaultKind::HeaderBitflip => {
+            let hbits = frames[0].header_len() * 8;
+            let bit = fault.bit.unwrap_or(3) % hbits;
+            let mut bytes = serialise(&frames);
+            flip(&mut bytes, bit);
+            ok(
+                bytes,
+                format!("flipped bit {bit} of the first frame's header"),
+            )
+        }
+        FaultKind::PayloadBitflip => {
+            let len = frames[0].payload.len();
+            if len == 0 {
+                return Err(NotApplicable("empty payload".into()));
+            }
+            let bit = fault.bit.unwrap_or(len * 4) % (len * 8);
+            let at = frames[0].header_len() * 8 + bit;
+            let mut bytes = serialise(&frames);
+            flip(&mut bytes, at);
+            ok(
+                bytes,
+                format!("flipped payload bit {bit} of the first frame"),
+            )
+        }
+        FaultKind::TrailerBitflip => {
+            let bit = fault.bit.unwrap_or(0) % 32;
+            frames[0].trailer ^= 1 << bit;
+            ok(
+                serialise(&frames),
+                format!("flipped trailer bit {bit} of the first frame"),
+            )
+        }
+        FaultKind::ChecksumBit => {
+            for f in &mut frames {
+                f.header.checksum_bit = !f.header.checksum_bit;
+                reseal(&mut f.header);
+            }
+            ok(
+                serialise(&frames),
+                format!(
+                    "checksum bit {} on every frame of the response ({} negotiated), CRC24 and trailer valid",
+                    u8::from(frames[0].header.checksum_bit),
+                    layout.settings.checksum.name()
+                ),
+            )
+        }
+        FaultKind::Lz4Length => {
+            need_lz4()?;
+            let Some(f) = frames.iter_mut().find(|f| f.header.uncompressed_length > 0) else {
+                return Err(NotApplicable("no compressed frame in the response".into()));
+            };
+            f.header.uncompressed_length += 1;
+            reseal(&mut f.header);
+            ok(
+                serialise(&frames),
+                "uncompressed length of the first compressed frame is one more than its block yields (CRCs valid)"
+                    .into(),
+            )
+        }
+        FaultKind::Lz4BadOffset => {
+            need_lz4()?;
+            // One literal 'A', then a match 5 bytes back (before the output's start), then the
+            // 5 closing literals: 10 bytes of output if it were valid.
+            let block = [0x10, b'A', 0x05, 0x00, 0x50, b'x', b'x', b'x', b'x', b'x'];
+            let mut header = FrameHeader::new(
+                Format::Lz4,
+                block.len() as u32,
+                10,
+                true,
+                layout.settings.checksum_bit(),
+            );
+            reseal(&mut header);
+            let bad = OutFrame {
+                header,
+                payload: block.to_vec(),
+                trailer: layout.settings.checksum.compute(&block),
+                content: vec![],
+            };
+            let mut all = vec![bad];
+            all.extend(frames);
+            ok(
+                serialise(&all),
+                "a self-contained frame whose LZ4 block refers before the start of its output precedes the response (CRCs valid)"
+                    .into(),
+            )
+        }
+        FaultKind::TruncateSequence => {
+            need_sequence("truncate-sequence")?;
+            let n = fault.frames.unwrap_or(1).clamp(1, frames.len() - 1);
+            Ok(Faulted {
+                bytes: serialise(&frames[..n]),
+                close: true,
+                note: format!(
+                    "sent {n} of the {} frames of the sequence, then closed the connection",
+                    frames.len()
+                ),
+            })
+        }
+        FaultKind::TruncateFrame => {
+            let mut bytes = Vec::new();
+            frames[0].write(&mut bytes);
+            let keep = bytes.len() / 2;
+            bytes.truncate(keep);
+            Ok(Faulted {
+                bytes,
+                close: true,
+                note: format!("sent {keep} bytes of the first frame, then closed the connection"),
+            })
+        }
+        FaultKind::Overshoot => {
+            need_sequence("overshoot")?;
+            let last = frames.len() - 1;
+            let mut content = frames[last].content.clone();
+            content.extend_from_slice(&stray_envelope(envelope[0]));
+            if content.len() > MAX_PAYLOAD {
+                return Err(NotApplicable("last frame already full".into()));
+            }
+            frames[last] = layout.frame(&content, false);
+            ok(
+                serialise(&frames),
+                "the sequence's last frame carries 13 bytes past the envelope (a Void RESULT on stream 0x7ff0)"
+                    .into(),
+            )
+        }
+        FaultKind::Interleave => {
+            need_sequence("interleave")?;
+            let empty = layout.frame(&[], true);
+            frames.insert(1, empty);
+            ok(
+                serialise(&frames),
+                "an empty self-contained frame between the first and second frames of the sequence"
+                    .into(),
+            )
+        }
+        FaultKind::EmptyContinuation => {
+            need_sequence("empty-continuation")?;
+            let empty = layout.frame(&[], false);
+            frames.insert(1, empty);
+            ok(
+                serialise(&frames),
+                "an empty non-self-contained frame inside the sequence".into(),
+            )
+        }
+        FaultKind::PartialEnvelope => {
+            if envelope.len() > MAX_PAYLOAD {
+                return Err(NotApplicable(
+                    "partial-envelope needs a response that fits in one frame".into(),
+                ));
+            }
+            let half = envelope.len() / 2;
+            let a = layout.frame(&envelope[..half], true);
+            let b = layout.frame(&envelope[half..], true);
+            ok(
+                serialise(&[a, b]),
+                format!(
+                    "the response cut in two self-contained frames ({half} + {} bytes)",
+                    envelope.len() - half
+                ),
+            )
+        }
+        FaultKind::Unframed => ok(
+            envelope.to_vec(),
+            "the response written as a bare envelope, unframed, after the switch".into(),
+        ),
+    }
+}

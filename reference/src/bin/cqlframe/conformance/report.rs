@@ -1,0 +1,409 @@
+//! Reports of a run: the console matrix, `report.json`, `junit.xml` and `index.html`.
+
+use super::cases::Case;
+use super::runner::{CaseResult, Driver, Outcome};
+use serde_json::json;
+use std::fmt::Write as _;
+use std::path::Path;
+
+pub struct Run<'a> {
+    pub cases: &'a [Case],
+    pub drivers: &'a [Driver],
+    pub results: &'a [CaseResult],
+    pub seconds: f64,
+}
+
+impl Run<'_> {
+    fn result(&self, driver: &str, case: &str) -> Option<&CaseResult> {
+        self.results
+            .iter()
+            .find(|r| r.driver == driver && r.case == case)
+    }
+
+    fn counts(&self, driver: &str) -> [usize; 5] {
+        let mut n = [0; 5];
+        for r in self.results.iter().filter(|r| r.driver == driver) {
+            n[r.outcome as usize] += 1;
+        }
+        n
+    }
+}
+
+const ORDER: [Outcome; 5] = [
+    Outcome::Pass,
+    Outcome::Informational,
+    Outcome::Unsupported,
+    Outcome::NonStrict,
+    Outcome::Fail,
+];
+
+/// The driver x case matrix, for the terminal.
+pub fn console(run: &Run) -> String {
+    let width = run
+        .cases
+        .iter()
+        .map(|c| c.id.len())
+        .max()
+        .unwrap_or(10)
+        .max(10);
+    let mut s = String::new();
+    let _ = write!(s, "{:width$}", "case");
+    for d in run.drivers {
+        let _ = write!(s, "  {:14}", d.name);
+    }
+    s.push('\n');
+    for c in run.cases {
+        let _ = write!(s, "{:width$}", c.id);
+        for d in run.drivers {
+            let o = run.result(&d.name, &c.id).map_or("-", |r| r.outcome.name());
+            let _ = write!(s, "  {o:14}");
+        }
+        s.push('\n');
+    }
+    for d in run.drivers {
+        let n = run.counts(&d.name);
+        let _ = writeln!(
+            s,
+            "{}: {} PASS, {} INFORMATIONAL, {} UNSUPPORTED, {} NON-STRICT, {} FAIL{}",
+            d.name,
+            n[0],
+            n[1],
+            n[2],
+            n[3],
+            n[4],
+            if d.self_check_ok {
+                String::new()
+            } else {
+                format!(
+                    " (adapter contract: unknown case exited {:?}, expected 127)",
+                    d.self_check
+                )
+            }
+        );
+    }
+    s
+}
+
+pub fn write_all(run: &Run, dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let report = json!({
+        "tool": "cqlframe conformance",
+        "version": env!("CARGO_PKG_VERSION"),
+        "seconds": run.seconds,
+        "drivers": run.drivers,
+        "cases": run.cases,
+        "results": run.results,
+        "summary": run.drivers.iter().map(|d| {
+            let n = run.counts(&d.name);
+            json!({"driver": d.name, "PASS": n[0], "INFORMATIONAL": n[1], "UNSUPPORTED": n[2], "NON-STRICT": n[3], "FAIL": n[4]})
+        }).collect::<Vec<_>>(),
+    });
+    std::fs::write(
+        dir.join("report.json"),
+        serde_json::to_string_pretty(&report).expect("serialisable"),
+    )?;
+    std::fs::write(dir.join("junit.xml"), junit(run))?;
+    std::fs::write(dir.join("index.html"), html(run))?;
+    Ok(())
+}
+
+fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => o.push(' '),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+fn junit(run: &Run) -> String {
+    let mut s = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"cqlframe conformance\">\n",
+    );
+    for d in run.drivers {
+        let rs: Vec<&CaseResult> = run.results.iter().filter(|r| r.driver == d.name).collect();
+        let failures = rs.iter().filter(|r| r.outcome == Outcome::Fail).count();
+        let skipped = rs
+            .iter()
+            .filter(|r| r.outcome == Outcome::Unsupported)
+            .count();
+        let time: f64 = rs.iter().map(|r| r.adapter.seconds).sum();
+        let _ = writeln!(
+            s,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\" time=\"{time:.3}\">",
+            esc(&d.name),
+            rs.len()
+        );
+        for r in rs {
+            let _ = write!(
+                s,
+                "    <testcase classname=\"conformance.{}\" name=\"{}\" time=\"{:.3}\">",
+                esc(&d.name),
+                esc(&r.case),
+                r.adapter.seconds
+            );
+            match r.outcome {
+                Outcome::Fail => {
+                    let _ = write!(
+                        s,
+                        "<failure message=\"{}\">{}</failure>",
+                        esc(&r.summary),
+                        esc(&checks_text(r))
+                    );
+                }
+                Outcome::Unsupported => {
+                    let _ = write!(s, "<skipped message=\"{}\"/>", esc(&r.summary));
+                }
+                o => {
+                    let _ = write!(
+                        s,
+                        "<system-out>{}: {}</system-out>",
+                        o.name(),
+                        esc(&r.summary)
+                    );
+                }
+            }
+            s.push_str("</testcase>\n");
+        }
+        s.push_str("  </testsuite>\n");
+    }
+    s.push_str("</testsuites>\n");
+    s
+}
+
+fn checks_text(r: &CaseResult) -> String {
+    r.checks
+        .iter()
+        .map(|c| format!("[{}] {} ({}): {}", c.status, c.rule, c.level, c.message))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn class(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Pass => "pass",
+        Outcome::Informational => "info",
+        Outcome::Unsupported => "unsup",
+        Outcome::NonStrict => "nonstrict",
+        Outcome::Fail => "fail",
+    }
+}
+
+fn expectation(c: &Case) -> String {
+    use super::cases::Expect;
+    let s = &c.server;
+    let mut parts = vec![format!(
+        "workload <code>{}</code>; ks.t has {} rows of {} bytes",
+        esc(&c.client.action),
+        s.rows,
+        s.row_size
+    )];
+    if let Some(f) = &s.fault {
+        parts.push(format!(
+            "fault <code>{:?}</code> in the first response to a query on ks.t",
+            f.kind
+        ));
+    }
+    if s.chop > 0 {
+        parts.push(format!(
+            "server writes in {}-byte chunks with TCP_NODELAY",
+            s.chop
+        ));
+    }
+    parts.push(format!(
+        "server frames hold at most {} bytes, sequences from {} bytes",
+        s.capacity,
+        s.split_at.unwrap_or(s.capacity)
+    ));
+    parts.push(
+        match c.expect {
+            Expect::Rows => "the application gets exactly the server's rows; the server's receiver accepts every byte the driver sends",
+            Expect::Ok => "every request succeeds; the server's receiver accepts every byte the driver sends",
+            Expect::Reject => "the request fails or the connection is dropped; the application never gets data from the faulty response, and the driver stops using that connection",
+        }
+        .to_string(),
+    );
+    parts.join("; ")
+}
+
+fn html(run: &Run) -> String {
+    let mut s = String::new();
+    s.push_str(r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>CQL framing conformance report</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
+.pass{background:#d8f5d0}.fail{background:#f8c8c8}.nonstrict{background:#fbe3b5}.unsup{background:#e4e4e4}.info{background:#d5e6fa}
+code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f6;padding:6px;overflow-x:auto;max-height:500px}
+.c2s{color:#064}.s2c{color:#039}.note{color:#a40}details{margin:4px 0}h2{border-bottom:1px solid #ccc}
+</style></head><body>
+<h1>CQL native protocol framing: conformance report</h1>
+"#);
+    let _ = writeln!(
+        s,
+        "<p>{} cases, {} drivers, {:.0} s. Outcomes: <span class=pass>PASS</span> <span class=info>INFORMATIONAL</span> <span class=unsup>UNSUPPORTED</span> <span class=nonstrict>NON-STRICT</span> (a SHOULD not met) <span class=fail>FAIL</span> (a MUST broken). Rules refer to <code>spec/framing_v6.adoc</code>.</p>",
+        run.cases.len(),
+        run.drivers.len(),
+        run.seconds
+    );
+    s.push_str("<h2>Summary</h2><table><tr><th>driver</th>");
+    for o in ORDER {
+        let _ = write!(s, "<th class={}>{}</th>", class(o), o.name());
+    }
+    s.push_str("<th>adapter self-check</th></tr>\n");
+    for d in run.drivers {
+        let n = run.counts(&d.name);
+        let _ = write!(s, "<tr><td>{}</td>", esc(&d.name));
+        for (i, _) in ORDER.iter().enumerate() {
+            let _ = write!(s, "<td>{}</td>", n[i]);
+        }
+        let _ = writeln!(
+            s,
+            "<td>{}</td></tr>",
+            if d.self_check_ok {
+                "ok (unknown case: 127)".to_string()
+            } else {
+                format!("BROKEN: unknown case exited {:?}", d.self_check)
+            }
+        );
+    }
+    s.push_str("</table>\n<h2>Matrix</h2><table><tr><th>case</th><th>level</th><th>rules</th>");
+    for d in run.drivers {
+        let _ = write!(s, "<th>{}</th>", esc(&d.name));
+    }
+    s.push_str("</tr>\n");
+    for c in run.cases {
+        let _ = write!(
+            s,
+            "<tr><td><a href=\"#{0}\">{0}</a></td><td>{1:?}</td><td>{2}</td>",
+            esc(&c.id),
+            c.level,
+            esc(&c.rules.join(", "))
+        );
+        for d in run.drivers {
+            match run.result(&d.name, &c.id) {
+                Some(r) => {
+                    let _ = write!(
+                        s,
+                        "<td class={} title=\"{}\"><a href=\"#{}--{}\">{}</a></td>",
+                        class(r.outcome),
+                        esc(&r.summary),
+                        esc(&c.id),
+                        esc(&d.name),
+                        r.outcome.name()
+                    );
+                }
+                None => s.push_str("<td>-</td>"),
+            }
+        }
+        s.push_str("</tr>\n");
+    }
+    s.push_str("</table>\n<h2>Cases</h2>\n");
+    for c in run.cases {
+        let _ = writeln!(
+            s,
+            "<h3 id=\"{0}\">{0}: {1}</h3><p>{2}</p><p><b>Rules:</b> {3} ({4:?}). <b>Expectation:</b> {5}.</p>",
+            esc(&c.id),
+            esc(&c.title),
+            esc(&c.description),
+            esc(&c.rules.join(", ")),
+            c.level,
+            expectation(c)
+        );
+        for d in run.drivers {
+            let Some(r) = run.result(&d.name, &c.id) else {
+                continue;
+            };
+            let _ = writeln!(
+                s,
+                "<details id=\"{}--{}\"><summary><span class={}>{}</span> <b>{}</b>: {}</summary>",
+                esc(&c.id),
+                esc(&d.name),
+                class(r.outcome),
+                r.outcome.name(),
+                esc(&d.name),
+                esc(&r.summary)
+            );
+            s.push_str("<table><tr><th>status</th><th>rule</th><th>level</th><th>check</th></tr>");
+            for ch in &r.checks {
+                let cl = match ch.status.as_str() {
+                    "pass" => "pass",
+                    "fail" if ch.level.starts_with("MUST") => "fail",
+                    "fail" => "nonstrict",
+                    "info" => "info",
+                    _ => "unsup",
+                };
+                let _ = write!(
+                    s,
+                    "<tr><td class={cl}>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(&ch.status),
+                    esc(&ch.rule),
+                    esc(&ch.level),
+                    esc(&ch.message)
+                );
+            }
+            s.push_str("</table>");
+            let _ = writeln!(
+                s,
+                "<p>Adapter: exit {}{} in {:.1} s: <code>{}</code></p><pre>{}</pre>",
+                r.adapter.exit.map_or("none".to_string(), |c| c.to_string()),
+                if r.adapter.timed_out {
+                    " (killed: timeout)"
+                } else {
+                    ""
+                },
+                r.adapter.seconds,
+                esc(&r.adapter.command.join(" ")),
+                esc(&serde_json::to_string_pretty(&r.adapter.report).unwrap_or_default())
+            );
+            if !r.adapter.stderr_tail.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "<details><summary>adapter stderr (tail)</summary><pre>{}</pre></details>",
+                    esc(&r.adapter.stderr_tail)
+                );
+            }
+            for conn in &r.server.connections {
+                let _ = writeln!(
+                    s,
+                    "<details><summary>connection {}: {}{}, {} requests, closed by {}{}</summary><pre>",
+                    conn.id,
+                    esc(conn.negotiated.as_deref().unwrap_or("not framed")),
+                    conn.refused_version
+                        .map(|v| format!(" (refused protocol version {v})"))
+                        .unwrap_or_default(),
+                    conn.requests,
+                    esc(conn.closed_by.as_deref().unwrap_or("?")),
+                    conn.framing_error
+                        .as_ref()
+                        .map(|e| format!("; framing error in driver bytes: {}", esc(e)))
+                        .unwrap_or_default()
+                );
+                for l in &conn.log {
+                    let _ = writeln!(
+                        s,
+                        "<span class={}>{:9.1} ms {:4} {}</span>",
+                        l.dir,
+                        l.t_ms,
+                        l.dir,
+                        esc(&l.text)
+                    );
+                }
+                if conn.log_dropped > 0 {
+                    let _ = writeln!(s, "... {} more lines not kept", conn.log_dropped);
+                }
+                s.push_str("</pre></details>\n");
+            }
+            s.push_str("</details>\n");
+        }
+    }
+    s.push_str("</body></html>\n");
+    s
+}
