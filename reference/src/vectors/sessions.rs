@@ -483,6 +483,14 @@ fn violations() -> Vec<Case> {
     let old_server = [ready.clone(), framed(FrameSettings::default(), &event)].concat();
     let crc32c_startup = startup(&[("CQL_VERSION", "3.0.0"), ("FRAME_CHECKSUM", "crc32c")]);
     let n = good_startup.len();
+    let mut wrong_version = good_startup.clone();
+    FrameEncoder::new(FrameSettings::default(), SplitPolicy::DRIVERS).write_envelopes(
+        [
+            envelope_bytes(4, 0, 2, Opcode::Query, &cql::query("SELECT 1", 4)).as_slice(),
+            envelope_bytes(5, 0, 3, Opcode::Query, &cql::query("SELECT 1", 5)).as_slice(),
+        ],
+        &mut wrong_version,
+    );
     vec![
         case("framed-startup", "The client frames its STARTUP: the server finds no envelope.", &["LIFE-1", "LIFE-3"], Some("LIFE-3"),
             plain(framed_startup.clone(), Vec::new(), None, None, framed_startup.len())),
@@ -493,5 +501,7 @@ fn violations() -> Vec<Case> {
         case("crc32c-asked-of-old-server", "The client asks for CRC32C though SUPPORTED did not list it; the old server ignores the key and frames with CRC32: the client rejects the first frame.", &["NEG-4", "RECV-3", "FMT-13"], Some("RECV-3"),
             Session { server_options: ServerOptions { checksums: None, ..ServerOptions::default() },
                 ..plain(crc32c_startup.clone(), old_server, Some(crc32c_startup.len()), Some(ready.len()), crc32c_startup.len()) }),
+        case("wrong-version-envelope", "After the switch the client sends a v4 QUERY inside a v5 frame, then a proper v5 QUERY: the server refuses the first on its own (ERROR on its stream) and the connection goes on.", &["ENV-2"], None,
+            plain(wrong_version.clone(), ready.clone(), Some(n), Some(ready.len()), n)),
     ]
 }
