@@ -80,6 +80,13 @@ impl Driver {
                     *next_offset += frame.header.frame_len() as u64;
                 }
                 ConnectionEvent::Envelope(envelope) => echo.push(envelope.to_bytes()),
+                // Refused on its own (ENV-2, ENV-5): consumed, not delivered, not echoed.
+                ConnectionEvent::Rejected { envelope, error } => {
+                    assert!(matches!(error.rule(), "ENV-2" | "ENV-5"), "rejected for {error}");
+                    if negotiated.is_none() {
+                        *next_offset += envelope.to_bytes().len() as u64;
+                    }
+                }
             }
             Ok(())
         });
