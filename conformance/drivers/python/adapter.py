@@ -10,8 +10,10 @@ import hashlib
 import json
 import logging
 import sys
+import time
 
-ACTIONS = ("connect", "select", "prepare-select", "concurrent-select", "insert-large")
+ACTIONS = ("connect", "select", "prepare-select", "concurrent-select", "insert-large",
+           "idle-select")
 SELECT = "SELECT k, v FROM ks.t"
 
 
@@ -79,6 +81,10 @@ def main():
         kwargs["allow_beta_protocol_version"] = True
     if a.auth:
         kwargs["auth_provider"] = PlainTextAuthProvider("cassandra", "cassandra")
+    if a.action == "idle-select":
+        # Heartbeats are OPTIONS requests on idle connections: one per second.
+        kwargs["idle_heartbeat_interval"] = 1
+        report["heartbeat_interval_s"] = 1
     if a.checksum == "crc32c":
         # The driver has no FRAME_CHECKSUM option: it cannot opt in to CRC32C.
         report["checksum_option"] = "not available in this driver"
@@ -94,6 +100,12 @@ def main():
             list(session.execute("SELECT release_version FROM system.local"))
             results.append({"ok": True})
         elif a.action == "select":
+            try:
+                results.append(rows_report(session.execute(SELECT)))
+            except Exception as e:
+                results.append({"error": describe(e)})
+        elif a.action == "idle-select":
+            time.sleep(3)
             try:
                 results.append(rows_report(session.execute(SELECT)))
             except Exception as e:

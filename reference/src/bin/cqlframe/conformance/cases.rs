@@ -31,6 +31,11 @@ pub struct Case {
     /// the case is then INFORMATIONAL instead of PASS.
     #[serde(default)]
     pub informational_unless: Option<OptIn>,
+    /// Whether the case is about framing, so that a driver that never switched to framing (it
+    /// never sent a STARTUP of version 5 or later: it has no v5) is UNSUPPORTED rather than
+    /// judged. Default: true unless the client asks for protocol 4 or the server stops at v4.
+    #[serde(default)]
+    pub needs_framing: Option<bool>,
     #[serde(default)]
     pub client: ClientParams,
     #[serde(default)]
@@ -51,6 +56,9 @@ pub enum Expect {
     Rows,
     Ok,
     Reject,
+    /// What the application sees is not judged (only that the adapter finishes); the case's
+    /// checks are on the driver's bytes and connections.
+    Any,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -58,13 +66,17 @@ pub enum Expect {
 pub enum OptIn {
     Crc32c,
     Lz4,
+    /// The driver sent OPTIONS after the switch (a heartbeat).
+    Options,
 }
 
 /// The workload, passed to the adapter on its command line.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClientParams {
-    /// `select`, `prepare-select`, `concurrent-select`, `insert-large`, `connect`.
+    /// `select`, `prepare-select`, `concurrent-select`, `insert-large`, `connect`,
+    /// `idle-select` (connect, idle 3 s with heartbeats every second where the driver allows,
+    /// then `select`).
     #[serde(default = "default_action")]
     pub action: String,
     /// `default` (the driver's own choice), `lz4` or `none`.
@@ -131,6 +143,18 @@ pub struct ServerScript {
     /// Answer STARTUP with AUTHENTICATE (PasswordAuthenticator), any credentials accepted.
     #[serde(default)]
     pub auth: bool,
+    /// Answer every STARTUP with ERROR (PROTOCOL_ERROR): a STARTUP the server processed and
+    /// rejected, after which both sides frame uncompressed with CRC32 (LIFE-8).
+    #[serde(default)]
+    pub startup_error: bool,
+    /// Stream of the ERROR refusing a protocol version: `request` (the refused envelope's) or
+    /// `zero` (what Apache Cassandra does, whatever the request's stream).
+    #[serde(default = "default_refusal_stream")]
+    pub refusal_stream: String,
+    /// Refuse an unsupported version on the first envelope, OPTIONS included (true, what
+    /// Apache Cassandra does), or answer OPTIONS of any version and refuse only the STARTUP.
+    #[serde(default = "default_true")]
+    pub refuse_options: bool,
     /// Most content bytes per frame (9..=131071) and the envelope size from which envelopes go
     /// into a non-self-contained sequence. Default: Cassandra's 131060 / 131060.
     #[serde(default = "default_capacity")]
@@ -172,6 +196,9 @@ fn default_row_size() -> usize {
 }
 fn default_checksums() -> String {
     "both".into()
+}
+fn default_refusal_stream() -> String {
+    "request".into()
 }
 fn default_max_version() -> u8 {
     6
@@ -235,6 +262,13 @@ impl FaultKind {
             FaultKind::PartialEnvelope => "RECV-5",
             FaultKind::Unframed => "LIFE-7",
         }
+    }
+}
+
+impl Case {
+    pub fn needs_framing(&self) -> bool {
+        self.needs_framing
+            .unwrap_or(self.client.protocol != "4" && self.server.max_version >= 5)
     }
 }
 

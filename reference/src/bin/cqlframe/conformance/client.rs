@@ -41,12 +41,13 @@ pub struct ClientArgs {
     pub timeout: f64,
 }
 
-const ACTIONS: [&str; 5] = [
+const ACTIONS: [&str; 6] = [
     "connect",
     "select",
     "prepare-select",
     "concurrent-select",
     "insert-large",
+    "idle-select",
 ];
 
 struct Client {
@@ -197,9 +198,10 @@ fn workload(args: &ClientArgs) -> Outcome {
         _ => 5,
     };
     let mut refused = Vec::new();
-    // OPTIONS on a new connection; a refusal of the version (an ERROR in another version,
-    // LIFE-11) means a new connection with the version it names (LIFE-9).
-    let (mut c, supported) = loop {
+    // OPTIONS, then STARTUP, on a new connection; a refusal of the version (an ERROR in another
+    // version, on any stream, LIFE-11) to either means a new connection with the version it
+    // names (LIFE-9).
+    let (mut c, negotiated) = 'connect: loop {
         let stream = match TcpStream::connect((args.host.as_str(), args.port)) {
             Ok(s) => s,
             Err(e) => return fail(vec![], format!("connect: {e}"), Value::Null),
@@ -215,79 +217,88 @@ fn workload(args: &ClientArgs) -> Outcome {
             next_stream: 0,
             deadline: Duration::from_secs_f64(args.timeout),
         };
+        let refusal = |h: &EnvelopeHeader, version: u8| {
+            h.opcode == Opcode::Error as u8
+                && h.protocol_version() < version
+                && h.protocol_version() >= 3
+        };
         let (s, options) = c.request(Opcode::Options, &[]);
         if let Err(e) = c.send(&[options]) {
             return fail(vec![], e, Value::Null);
         }
-        match c.wait_any(s) {
-            Ok((h, b)) if h.opcode == Opcode::Supported as u8 => break (c, b),
-            Ok((h, _))
-                if h.opcode == Opcode::Error as u8
-                    && h.protocol_version() < version
-                    && h.protocol_version() >= 3 =>
-            {
+        let supported = match c.wait_any(s) {
+            Ok((h, b)) if h.opcode == Opcode::Supported as u8 => b,
+            Ok((h, _)) if refusal(&h, version) => {
                 refused.push(version);
                 version = h.protocol_version();
+                continue 'connect;
             }
             Ok((_, b)) => return fail(vec![], error_text(&b), Value::Null),
             Err(e) => return fail(vec![], e, Value::Null),
-        }
-    };
-    let map = body::read_string_multimap(&supported).unwrap_or_default();
-    let offered = |key: &str, value: &str| {
-        map.iter().any(|(k, vs)| {
-            k.eq_ignore_ascii_case(key) && vs.iter().any(|v| v.eq_ignore_ascii_case(value))
-        })
-    };
-    let mut startup = vec![("CQL_VERSION".to_string(), "3.0.0".to_string())];
-    let lz4 = version >= 5
-        && match args.compression.as_str() {
-            "none" => false,
-            "lz4" => true,
-            _ => offered("COMPRESSION", "lz4"),
         };
-    if lz4 {
-        startup.push(("COMPRESSION".into(), "lz4".into()));
-    }
-    let checksum = match args.checksum.as_str() {
-        "crc32" if offered("FRAME_CHECKSUMS", "crc32") => Some("crc32"),
-        "crc32c" | "default" if offered("FRAME_CHECKSUMS", "crc32c") => Some("crc32c"),
-        _ => None,
-    };
-    if let Some(ck) = checksum {
-        startup.push(("FRAME_CHECKSUM".into(), ck.into()));
-    }
-    let negotiated = json!({
-        "refused_versions": refused,
-        "protocol_version": version,
-        "compression": if lz4 { "lz4" } else { "none" },
-        "frame_checksum": checksum.unwrap_or("crc32"),
-        "opted_in_crc32c": checksum == Some("crc32c"),
-    });
-    let (s, env) = c.request(Opcode::Startup, &body::string_map(&startup));
-    if let Err(e) = c.send(&[env]) {
-        return fail(vec![], e, negotiated);
-    }
-    match c.wait(s) {
-        Ok((h, _)) if h.opcode == Opcode::Ready as u8 => {}
-        Ok((h, _)) if h.opcode == Opcode::Authenticate as u8 => {
-            let mut token = Vec::new();
-            let plain = b"\0cassandra\0cassandra";
-            token.extend_from_slice(&(plain.len() as i32).to_be_bytes());
-            token.extend_from_slice(plain);
-            let (s, env) = c.request(Opcode::AuthResponse, &token);
-            if let Err(e) = c.send(&[env]) {
-                return fail(vec![], e, negotiated);
-            }
-            match c.wait(s) {
-                Ok((h, _)) if h.opcode == Opcode::AuthSuccess as u8 => {}
-                Ok((_, b)) => return fail(vec![], error_text(&b), negotiated),
-                Err(e) => return fail(vec![], e, negotiated),
-            }
+        let map = body::read_string_multimap(&supported).unwrap_or_default();
+        let offered = |key: &str, value: &str| {
+            map.iter().any(|(k, vs)| {
+                k.eq_ignore_ascii_case(key) && vs.iter().any(|v| v.eq_ignore_ascii_case(value))
+            })
+        };
+        let mut startup = vec![("CQL_VERSION".to_string(), "3.0.0".to_string())];
+        let lz4 = version >= 5
+            && match args.compression.as_str() {
+                "none" => false,
+                "lz4" => true,
+                _ => offered("COMPRESSION", "lz4"),
+            };
+        if lz4 {
+            startup.push(("COMPRESSION".into(), "lz4".into()));
         }
-        Ok((_, b)) => return fail(vec![], error_text(&b), negotiated),
-        Err(e) => return fail(vec![], e, negotiated),
-    }
+        let checksum = match args.checksum.as_str() {
+            "crc32" if offered("FRAME_CHECKSUMS", "crc32") => Some("crc32"),
+            "crc32c" | "default" if offered("FRAME_CHECKSUMS", "crc32c") => Some("crc32c"),
+            _ => None,
+        };
+        if let Some(ck) = checksum {
+            startup.push(("FRAME_CHECKSUM".into(), ck.into()));
+        }
+        let negotiated = json!({
+            "refused_versions": refused,
+            "protocol_version": version,
+            "compression": if lz4 { "lz4" } else { "none" },
+            "frame_checksum": checksum.unwrap_or("crc32"),
+            "opted_in_crc32c": checksum == Some("crc32c"),
+        });
+        let (s, env) = c.request(Opcode::Startup, &body::string_map(&startup));
+        if let Err(e) = c.send(&[env]) {
+            return fail(vec![], e, negotiated);
+        }
+        match c.wait_any(s) {
+            Ok((h, _)) if h.opcode == Opcode::Ready as u8 => {}
+            Ok((h, _)) if h.opcode == Opcode::Authenticate as u8 => {
+                let mut token = Vec::new();
+                let plain = b"\0cassandra\0cassandra";
+                token.extend_from_slice(&(plain.len() as i32).to_be_bytes());
+                token.extend_from_slice(plain);
+                let (s, env) = c.request(Opcode::AuthResponse, &token);
+                if let Err(e) = c.send(&[env]) {
+                    return fail(vec![], e, negotiated);
+                }
+                match c.wait(s) {
+                    Ok((h, _)) if h.opcode == Opcode::AuthSuccess as u8 => {}
+                    Ok((_, b)) => return fail(vec![], error_text(&b), negotiated),
+                    Err(e) => return fail(vec![], e, negotiated),
+                }
+            }
+            Ok((h, _)) if refusal(&h, version) => {
+                refused.push(version);
+                version = h.protocol_version();
+                continue 'connect;
+            }
+            // An ERROR response to STARTUP: close the connection (LIFE-10; dropping `c`).
+            Ok((_, b)) => return fail(vec![], error_text(&b), negotiated),
+            Err(e) => return fail(vec![], e, negotiated),
+        }
+        break (c, negotiated);
+    };
     let mut results = Vec::new();
     let select = "SELECT k, v FROM ks.t";
     match args.action.as_str() {
@@ -299,6 +310,23 @@ fn workload(args: &ClientArgs) -> Outcome {
             let r = c.send(&[env]).and_then(|_| c.wait(s));
             match r {
                 Ok((h, _)) if h.opcode == Opcode::Result as u8 => results.push(json!({"ok": true})),
+                Ok((_, b)) => results.push(json!({"error": error_text(&b)})),
+                Err(e) => results.push(json!({"error": e})),
+            }
+        }
+        "idle-select" => {
+            // The reference's heartbeat: one OPTIONS after the switch (framed, LIFE-5), whose
+            // SUPPORTED must come back framed (LIFE-4), then the select.
+            std::thread::sleep(Duration::from_secs(1));
+            let (s, env) = c.request(Opcode::Options, &[]);
+            match c.send(&[env]).and_then(|_| c.wait(s)) {
+                Ok((h, _)) if h.opcode == Opcode::Supported as u8 => {
+                    let (s, env) = c.request(Opcode::Query, &cql::query_body(select, version));
+                    match c.send(&[env]).and_then(|_| c.wait(s)) {
+                        Ok((h, b)) => results.push(rows_result(&h, &b)),
+                        Err(e) => results.push(json!({"error": e})),
+                    }
+                }
                 Ok((_, b)) => results.push(json!({"error": error_text(&b)})),
                 Err(e) => results.push(json!({"error": e})),
             }

@@ -238,13 +238,14 @@ pub fn statement_id(query: &str) -> Vec<u8> {
 }
 
 /// SUPPORTED body: what the conformance server offers.
-pub fn supported_body(lz4: bool, checksums: Option<&[&str]>) -> Vec<u8> {
+pub fn supported_body(lz4: bool, checksums: Option<&[&str]>, max_version: u8) -> Vec<u8> {
+    let versions = ["3/v3", "4/v4", "5/v5", "6/v6-beta"];
     let mut entries: Vec<(&str, Vec<&str>)> = vec![
         ("CQL_VERSION", vec!["3.4.7"]),
         ("COMPRESSION", if lz4 { vec!["lz4"] } else { vec![] }),
         (
             "PROTOCOL_VERSIONS",
-            vec!["3/v3", "4/v4", "5/v5", "6/v6-beta"],
+            versions[..usize::from(max_version.clamp(3, 6) - 2)].to_vec(),
         ),
     ];
     if let Some(c) = checksums {
@@ -439,6 +440,53 @@ pub fn system_local(port: u16) -> Table {
         table: "local".into(),
         columns,
         rows: vec![row],
+    }
+}
+
+/// The columns a `SELECT a, b FROM ...` names, in order, lower-cased and unquoted; `None` for
+/// `SELECT *` (or a select list this parser does not understand).
+pub fn selected_columns(query: &str) -> Option<Vec<String>> {
+    let q = query.split_whitespace().collect::<Vec<_>>().join(" ");
+    let lower = q.to_ascii_lowercase();
+    let list = lower
+        .strip_prefix("select ")?
+        .split(" from ")
+        .next()?
+        .trim();
+    if list == "*" || list.contains('(') {
+        return None;
+    }
+    let names: Vec<String> = list
+        .split(',')
+        .map(|c| c.trim().trim_matches('"').to_string())
+        .collect();
+    if names.iter().any(|n| n.is_empty() || n.contains(' ')) {
+        return None;
+    }
+    Some(names)
+}
+
+/// `table` with only the columns `query` selects (as a server answers `SELECT schema_version
+/// FROM system.local`: gocql scans such results positionally). Unknown names are left out.
+pub fn project(table: Table, query: &str) -> Table {
+    let Some(names) = selected_columns(query) else {
+        return table;
+    };
+    let picks: Vec<usize> = names
+        .iter()
+        .filter_map(|n| table.columns.iter().position(|c| c.name == n))
+        .collect();
+    if picks.is_empty() {
+        return table;
+    }
+    Table {
+        columns: picks.iter().map(|&i| table.columns[i].clone()).collect(),
+        rows: table
+            .rows
+            .iter()
+            .map(|r| picks.iter().map(|&i| r[i].clone()).collect())
+            .collect(),
+        ..table
     }
 }
 
@@ -748,5 +796,32 @@ mod tests {
             first_blob_literal("INSERT INTO ks.t (k, v) VALUES (1, 0x0a0b)"),
             Some(vec![10, 11])
         );
+    }
+
+    #[test]
+    fn projection() {
+        let t = project(
+            system_local(9042),
+            "SELECT schema_version FROM system.local WHERE key='local'",
+        );
+        assert_eq!(t.columns.len(), 1);
+        assert_eq!(t.columns[0].name, "schema_version");
+        assert_eq!(t.rows, vec![vec![Some(SCHEMA_VERSION.to_vec())]]);
+        let t = project(
+            system_local(9042),
+            "select \"rack\", data_center from system.local",
+        );
+        assert_eq!(
+            t.columns.iter().map(|c| c.name).collect::<Vec<_>>(),
+            ["rack", "data_center"]
+        );
+        assert_eq!(t.rows[0], vec![text("rack1"), text("dc1")]);
+        assert_eq!(
+            project(system_local(1), "SELECT * FROM system.local")
+                .columns
+                .len(),
+            18
+        );
+        assert_eq!(selected_columns("SELECT count(*) FROM system.local"), None);
     }
 }

@@ -9,13 +9,14 @@
 //! - `cqlframe conformance client --port P --case ID --action A`: the reference adapter.
 //! - `cqlframe conformance list`: the catalogue.
 
-mod cases;
+mod capture;
+pub(crate) mod cases;
 mod client;
-mod cql_results;
+pub(crate) mod cql_results;
 mod frames;
-mod report;
-mod runner;
-mod server;
+pub(crate) mod report;
+pub(crate) mod runner;
+pub(crate) mod server;
 
 use crate::Failure;
 use clap::{Args as ClapArgs, Subcommand};
@@ -195,6 +196,8 @@ fn run_suite(args: RunArgs) -> Result<(), Failure> {
     let mut drivers = runner::discover(&drivers_dir, &args.drivers).map_err(Failure::Io)?;
     let timeout = Duration::from_secs(args.timeout);
     let total = cases.len() * drivers.len();
+    // Captures of an earlier run would be linked from nowhere: start afresh.
+    let _ = std::fs::remove_dir_all(args.report_dir.join("pcap"));
     let mut results = Vec::new();
     let mut done = 0;
     for driver in &mut drivers {
@@ -227,7 +230,10 @@ fn run_suite(args: RunArgs) -> Result<(), Failure> {
         }
         for case in &cases {
             done += 1;
-            let r = runner::run_case(driver, case, timeout);
+            let mut r = runner::run_case(driver, case, timeout);
+            if let Err(e) = runner::write_pcap(&mut r, &args.report_dir) {
+                eprintln!("[{}] {}: capture not written: {e}", driver.name, case.id);
+            }
             eprintln!(
                 "[{done:3}/{total}] {:10} {:36} {:13} {:5.1}s  {}",
                 driver.name,

@@ -227,6 +227,7 @@ fn expectation(c: &Case) -> String {
             Expect::Rows => "the application gets exactly the server's rows; the server's receiver accepts every byte the driver sends",
             Expect::Ok => "every request succeeds; the server's receiver accepts every byte the driver sends",
             Expect::Reject => "the request fails or the connection is dropped; the application never gets data from the faulty response, and the driver stops using that connection",
+            Expect::Any => "the application's outcome is not judged, only the driver's bytes and connections (and that the adapter finishes)",
         }
         .to_string(),
     );
@@ -242,7 +243,7 @@ body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
 .pass{background:#d8f5d0}.fail{background:#f8c8c8}.nonstrict{background:#fbe3b5}.unsup{background:#e4e4e4}.info{background:#d5e6fa}
 code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f6;padding:6px;overflow-x:auto;max-height:500px}
-.c2s{color:#064}.s2c{color:#039}.note{color:#a40}details{margin:4px 0}h2{border-bottom:1px solid #ccc}
+.pcap{font-size:10px;color:#555}.c2s{color:#064}.s2c{color:#039}.note{color:#a40}details{margin:4px 0}h2{border-bottom:1px solid #ccc}
 </style></head><body>
 <h1>CQL native protocol framing: conformance report</h1>
 "#);
@@ -292,12 +293,19 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
                 Some(r) => {
                     let _ = write!(
                         s,
-                        "<td class={} title=\"{}\"><a href=\"#{}--{}\">{}</a></td>",
+                        "<td class={} title=\"{}\"><a href=\"#{}--{}\">{}</a>{}</td>",
                         class(r.outcome),
                         esc(&r.summary),
                         esc(&c.id),
                         esc(&d.name),
-                        r.outcome.name()
+                        r.outcome.name(),
+                        r.pcap
+                            .as_ref()
+                            .map(|p| format!(
+                                " <a class=pcap href=\"{}\" title=\"session capture\">pcap</a>",
+                                esc(p)
+                            ))
+                            .unwrap_or_default()
                     );
                 }
                 None => s.push_str("<td>-</td>"),
@@ -350,6 +358,13 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
                 );
             }
             s.push_str("</table>");
+            if let Some(p) = &r.pcap {
+                let _ = writeln!(
+                    s,
+                    "<p>Capture of the session (every connection, both directions, as the server saw them; server port shown as 9042): <a href=\"{0}\">{0}</a></p>",
+                    esc(p)
+                );
+            }
             let _ = writeln!(
                 s,
                 "<p>Adapter: exit {}{} in {:.1} s: <code>{}</code></p><pre>{}</pre>",
@@ -375,7 +390,10 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
                     s,
                     "<details><summary>connection {}: {}{}, {} requests, closed by {}{}</summary><pre>",
                     conn.id,
-                    esc(conn.negotiated.as_deref().unwrap_or("not framed")),
+                    esc(&conn.negotiated.clone().unwrap_or_else(|| match conn.startup_version {
+                        Some(v) => format!("v{v}, not framed"),
+                        None => "not framed".to_string(),
+                    })),
                     conn.refused_version
                         .map(|v| format!(" (refused protocol version {v})"))
                         .unwrap_or_default(),

@@ -68,6 +68,8 @@ pub struct CaseResult {
     pub checks: Vec<Check>,
     pub adapter: AdapterRun,
     pub server: Observations,
+    /// The session's capture, relative to the report folder (`pcap/<driver>/<case>.pcap`).
+    pub pcap: Option<String>,
 }
 
 /// A driver adapter: `conformance/drivers/<name>/run`.
@@ -234,6 +236,7 @@ pub fn run_case(driver: &Driver, case: &Case, timeout: Duration) -> CaseResult {
                 checks: vec![],
                 adapter,
                 server: Observations::default(),
+                pcap: None,
             };
         }
     };
@@ -277,6 +280,39 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
         unsupported = Some(why.to_string());
     }
 
+    // A case about framing cannot judge a driver that never tried protocol v5 or later.
+    if case.needs_framing() && unsupported.is_none() {
+        let tried_v5 = obs.connections.iter().any(|c| {
+            c.negotiated.is_some()
+                || c.startup_version.is_some_and(|v| (5..=6).contains(&v))
+                || c.refused_version.is_some_and(|v| (5..=6).contains(&v))
+        });
+        if !tried_v5 {
+            let versions: Vec<String> = obs
+                .connections
+                .iter()
+                .filter_map(|c| c.startup_version)
+                .map(|v| format!("v{v}"))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let refused: Vec<String> = obs
+                .connections
+                .iter()
+                .filter_map(|c| c.refused_version)
+                .map(|v| format!("{v:#04x}"))
+                .collect();
+            unsupported = Some(format!(
+                "the case needs framing, but no connection switched to it: the driver never sent a v5 or v6 STARTUP (STARTUP versions: {}{})",
+                if versions.is_empty() { "none".to_string() } else { versions.join(", ") },
+                if refused.is_empty() {
+                    String::new()
+                } else {
+                    format!("; refused probes: {}", refused.join(", "))
+                }
+            ));
+        }
+    }
     // What the driver sent: every byte went through the server's Connection.
     for (conn, receiver_rule, sender_rule, text) in &obs.client_errors {
         checks.push(check(
@@ -420,6 +456,7 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
                     }
                 }
             }
+            Expect::Any => {}
             Expect::Reject => match &obs.fault {
                 None => checks.push(check(
                     &fault_rule,
@@ -499,8 +536,76 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
             },
         }
     }
+    // LIFE-10: after an ERROR response to STARTUP the client should close the connection.
+    for c in obs.connections.iter().filter(|c| c.startup_error) {
+        let after = if c.negotiated.is_some() {
+            "framed (LIFE-8), "
+        } else {
+            ""
+        };
+        if c.requests_after_startup_error > 0 {
+            checks.push(check(
+                "LIFE-10",
+                "SHOULD",
+                "fail",
+                format!(
+                    "connection {}: the driver sent {} more requests, {after}on the connection whose STARTUP got ERROR instead of closing it",
+                    c.id, c.requests_after_startup_error
+                ),
+            ));
+        } else if c
+            .closed_by
+            .as_deref()
+            .is_some_and(|b| b.starts_with("server"))
+        {
+            checks.push(check(
+                "LIFE-10",
+                "SHOULD",
+                "fail",
+                format!(
+                    "connection {}: the driver kept the connection whose STARTUP got ERROR open until the end of the case",
+                    c.id
+                ),
+            ));
+        } else {
+            checks.push(check(
+                "LIFE-10",
+                "SHOULD",
+                "pass",
+                format!(
+                    "connection {}: the driver closed the connection after the ERROR response to STARTUP, sending nothing more",
+                    c.id
+                ),
+            ));
+        }
+    }
+    if case.server.startup_error
+        && unsupported.is_none()
+        && !obs.connections.iter().any(|c| c.startup_error)
+    {
+        checks.push(check(
+            &main_rule,
+            level,
+            "fail",
+            "no STARTUP reached the server: the case's ERROR response was never sent",
+        ));
+    }
+    let framed_options: u32 = obs.connections.iter().map(|c| c.framed_options).sum();
+    if case.informational_unless == Some(OptIn::Options) && framed_options > 0 {
+        checks.push(check(
+            "LIFE-5",
+            "MUST",
+            "pass",
+            format!("the driver sent {framed_options} OPTIONS after the switch, framed; the server answered each with a framed SUPPORTED"),
+        ));
+    }
     let mut informational = None;
     match case.informational_unless {
+        Some(OptIn::Options) if framed_options == 0 => {
+            informational = Some(
+                "the driver sent no OPTIONS after the switch (no heartbeat while idle)".to_string(),
+            );
+        }
         Some(OptIn::Crc32c) if !any_crc32c => {
             informational =
                 Some("did not opt in to CRC32C (FRAME_CHECKSUM): its frames use CRC32".to_string());
@@ -509,6 +614,10 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
             informational = Some("did not opt in to LZ4 frames".to_string());
         }
         _ => {}
+    }
+    if unsupported.is_some() {
+        // UNSUPPORTED says why; not opting in is moot then.
+        informational = None;
     }
     if let Some(i) = &informational {
         checks.push(check(&main_rule, level, "info", i.clone()));
@@ -552,5 +661,23 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
         checks,
         adapter,
         server: obs,
+        pcap: None,
     }
+}
+
+/// Writes the session's capture to `<report_dir>/pcap/<driver>/<case>.pcap`, records its
+/// relative path in the result and frees the recorded bytes.
+pub fn write_pcap(result: &mut CaseResult, report_dir: &Path) -> Result<(), String> {
+    let rel = format!("pcap/{}/{}.pcap", result.driver, result.case);
+    let path = report_dir.join(&rel);
+    let file = super::capture::session_pcap(&result.server.connections)?;
+    for c in &mut result.server.connections {
+        c.turns = Vec::new();
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::write(&path, file).map_err(|e| format!("{}: {e}", path.display()))?;
+    result.pcap = Some(rel);
+    Ok(())
 }

@@ -65,8 +65,29 @@ pub struct ConnRecord {
     pub requests: u32,
     /// Requests received on this connection well after a fault was written on it.
     pub requests_after_fault: u32,
+    /// The server answered this connection's STARTUP with ERROR (script `startup_error`).
+    pub startup_error: bool,
+    /// Requests the driver sent on the connection after that ERROR.
+    pub requests_after_startup_error: u32,
+    /// OPTIONS requests received framed, after the switch.
+    pub framed_options: u32,
     pub log: Vec<LogEntry>,
     pub log_dropped: usize,
+    /// The driver's TCP port (for the capture).
+    pub client_port: u16,
+    /// Both byte streams in the order the server read and wrote them: (from the client, bytes),
+    /// consecutive reads or writes merged. Written to the case's pcap, not to report.json.
+    #[serde(skip)]
+    pub turns: Vec<(bool, Vec<u8>)>,
+}
+
+impl ConnRecord {
+    fn record(&mut self, from_client: bool, bytes: &[u8]) {
+        match self.turns.last_mut() {
+            Some((c, b)) if *c == from_client => b.extend_from_slice(bytes),
+            _ => self.turns.push((from_client, bytes.to_vec())),
+        }
+    }
 }
 
 /// The injected fault, once written.
@@ -167,13 +188,14 @@ impl Server {
             let mut handles = Vec::new();
             while !s.stop.load(Ordering::Relaxed) {
                 match listener.accept() {
-                    Ok((stream, _)) => {
+                    Ok((stream, peer)) => {
                         let id = {
                             let mut obs = s.obs.lock().unwrap();
                             let id = obs.connections.len();
                             obs.connections.push(ConnRecord {
                                 id,
                                 opened_ms: s.ms(),
+                                client_port: peer.port(),
                                 ..Default::default()
                             });
                             id
@@ -285,7 +307,10 @@ fn serve(shared: Arc<Shared>, id: usize, stream: TcpStream) {
                 }
                 break "client";
             }
-            Ok(n) => c.input(&buf[..n]),
+            Ok(n) => {
+                shared.with_conn(id, |r| r.record(true, &buf[..n]));
+                c.input(&buf[..n])
+            }
             Err(e) if matches!(e.kind(), IoKind::WouldBlock | IoKind::TimedOut) => {}
             Err(_) => break "client (reset)",
         }
@@ -317,13 +342,24 @@ impl Conn {
     }
 
     /// A first envelope of a version the server does not speak gets the unframed ERROR of the
-    /// spec's lifecycle section, then a close (drivers probe versions this way, LIFE-9).
+    /// spec's lifecycle section, then a close (drivers probe versions this way, LIFE-9). With
+    /// `refuse_options = false` an OPTIONS passes whatever its version and the STARTUP is refused.
     fn refuse_version(&mut self, bytes: &[u8]) -> bool {
         let h = EnvelopeHeader::parse(bytes[..ENVELOPE_HEADER_LEN].try_into().unwrap());
-        let v = h.protocol_version();
-        if h.is_response() {
+        // A server that answers OPTIONS in any version it knows (3 to 6), DSE versions excepted.
+        let lenient_options = !self.shared.script.refuse_options
+            && h.opcode == Opcode::Options as u8
+            && (3..=6).contains(&h.protocol_version());
+        if h.is_response() || lenient_options {
             return false;
         }
+        self.refusal(&h)
+    }
+
+    /// Refuses `h`'s envelope if the server does not speak its version: the unframed ERROR in
+    /// the highest version served, on the request's stream or stream 0, then a close.
+    fn refusal(&mut self, h: &EnvelopeHeader) -> bool {
+        let v = h.protocol_version();
         let max = self.shared.script.max_version;
         let message = if !(3..=max).contains(&v) {
             let listed = ["3/v3", "4/v4", "5/v5", "6/v6-beta"][..usize::from(max.clamp(3, 6) - 2)]
@@ -349,20 +385,22 @@ impl Conn {
             ),
         );
         let answer_version = max.min(5) | RESPONSE_BIT;
+        let stream = if self.shared.script.refusal_stream == "zero" {
+            0
+        } else {
+            h.stream
+        };
         let reply = envelope_bytes(
             answer_version,
             0,
-            h.stream,
+            stream,
             Opcode::Error,
             &body::error(body::PROTOCOL_ERROR, &message),
         );
         self.shared.log(
             self.id,
             "s2c",
-            format!(
-                "unframed ERROR (version {answer_version:#04x}) stream {}: {message}",
-                h.stream
-            ),
+            format!("unframed ERROR (version {answer_version:#04x}) stream {stream}: {message}"),
         );
         self.write(&reply);
         self.closed = true;
@@ -560,6 +598,12 @@ impl Conn {
             if faulted_conn {
                 r.requests_after_fault += 1;
             }
+            if r.startup_error {
+                r.requests_after_startup_error += 1;
+            }
+            if !unframed && op == Some(Opcode::Options) {
+                r.framed_options += 1;
+            }
         });
         if h.flags & FLAG_COMPRESSION != 0 && unframed {
             // Protocol v4 envelope compression: [int] length, then an LZ4 block.
@@ -595,8 +639,10 @@ impl Conn {
                         "crc32" => Some(&["crc32"][..]),
                         _ => Some(&["crc32", "crc32c"][..]),
                     },
+                    script.max_version,
                 ),
             ),
+            Some(Opcode::Startup) if unframed && self.refusal(&h) => return,
             Some(Opcode::Startup) => {
                 let options = body::read_string_map(&body).unwrap_or_default();
                 self.shared.with_conn(self.id, |r| {
@@ -611,7 +657,18 @@ impl Conn {
                         _ => Some(vec![PayloadChecksum::Crc32, PayloadChecksum::Crc32c]),
                     },
                 };
-                match cqlframe::connection::negotiate(version, &options, &server_options) {
+                let decided = cqlframe::connection::negotiate(version, &options, &server_options);
+                match decided {
+                    _ if script.startup_error => {
+                        self.shared.with_conn(self.id, |r| r.startup_error = true);
+                        (
+                            Opcode::Error,
+                            body::error(
+                                body::PROTOCOL_ERROR,
+                                "STARTUP refused by the conformance server's script (startup_error)",
+                            ),
+                        )
+                    }
                     Err(kind) => (
                         Opcode::Error,
                         body::error(body::PROTOCOL_ERROR, &format!("{kind} ({})", kind.rule())),
@@ -716,13 +773,14 @@ impl Conn {
     fn table_for(&self, query: &str) -> cql::Table {
         let script = &self.shared.script;
         match cql::route(query, self.keyspace.as_deref()) {
-            Route::Local => cql::system_local(self.shared.port),
+            Route::Local => cql::project(cql::system_local(self.shared.port), query),
             Route::Peers => {
-                if query.to_ascii_lowercase().contains("peers_v2") {
+                let table = if query.to_ascii_lowercase().contains("peers_v2") {
                     cql::system_peers("peers_v2")
                 } else {
                     cql::system_peers("peers")
-                }
+                };
+                cql::project(table, query)
             }
             Route::TestTable => cql::test_table(script.rows, script.row_size),
             _ => cql::empty_table("system", "unknown"),
@@ -912,6 +970,7 @@ impl Conn {
             }
         }
         self.sent += bytes.len() as u64;
+        self.shared.with_conn(self.id, |r| r.record(false, bytes));
         let chop = self.shared.script.chop;
         let pause = Duration::from_micros(self.shared.script.chop_pause_us);
         let result = if chop == 0 {

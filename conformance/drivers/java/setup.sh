@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds the Java adapter (.cache/conformance/java/java-conformance-adapter.jar, git-ignored)
+# unless it is newer than pom.xml and every source file. Maven's local repository is the repo's
+# .cache/m2 (it already holds java-driver-core 4.19.3 and its dependencies; override with M2_REPO).
+# Silent when the jar is up to date; safe to run concurrently (flock).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+m2="${M2_REPO:-$root/.cache/m2}"
+out="$root/.cache/conformance/java"
+jar="$out/java-conformance-adapter.jar"
+
+up_to_date() {
+  [[ -f "$jar" ]] && [[ -z "$(find "$here/pom.xml" "$here/src" -newer "$jar" -print -quit)" ]]
+}
+
+up_to_date && exit 0
+mkdir -p "$out"
+exec 9>"$out/.setup.lock"
+flock 9
+up_to_date && exit 0
+echo "building $jar ..." >&2
+mvn -B -q -Dstyle.color=never -Dmaven.repo.local="$m2" -f "$here/pom.xml" package >&2
+touch "$jar"
