@@ -5,6 +5,10 @@ use crate::format::{Format, FrameSettings, MAX_PAYLOAD};
 use crate::header::FrameHeader;
 use thiserror::Error;
 
+/// SEND-7: the content every frame of a sequence but the last should carry at least. Drivers
+/// fill to 131071; Cassandra 5.0 fills LZ4 frames to 131060 and uncompressed ones to 131054.
+pub const SEQUENCE_FILL_FLOOR: usize = 131_054;
+
 /// How a sender sizes frames (SEND-3, SEND-4, SEND-7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SplitPolicy {

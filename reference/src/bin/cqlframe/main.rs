@@ -3,12 +3,14 @@
 //! Exit codes: 0 success; 1 the input breaks a framing rule (the error names it); 2 usage error;
 //! 3 input/output error.
 
+mod check;
 mod conformance;
 mod crc;
 mod decode;
 mod encode;
 mod input;
 mod pcap;
+mod probe;
 mod vectors;
 
 use clap::{Parser, Subcommand};
@@ -39,6 +41,8 @@ enum Command {
     Conformance(conformance::Args),
     /// Golden test vectors: generate or verify.
     Vectors(vectors::Args),
+    Check(check::Args),
+    Probe(probe::Args),
 }
 
 /// Why a command failed, mapped to the documented exit codes.
@@ -63,6 +67,8 @@ fn main() -> ExitCode {
         Command::Vectors(args) => vectors::run(args),
         Command::Pcap(args) => pcap::run(args),
         Command::Conformance(args) => conformance::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Probe(args) => probe::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -427,13 +427,14 @@ impl Conn {
                     if sequence.len() > 1 {
                         let short = sequence[..sequence.len() - 1]
                             .iter()
-                            .any(|&n| n < 131_060);
+                            .any(|&n| n < cqlframe::encoder::SEQUENCE_FILL_FLOOR);
                         if short {
                             checks.push((
                                 "SEND-7",
                                 "SHOULD",
                                 format!(
-                                    "a sequence's frames are not filled to 131060/131071 bytes (contents {:?})",
+                                    "a sequence's frames are not filled to at least {} bytes (contents {:?})",
+                                    cqlframe::encoder::SEQUENCE_FILL_FLOOR,
                                     sequence
                                 ),
                             ));

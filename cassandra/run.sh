@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The live-node test: Apache Cassandra 5.0 from Maven Central on 127.0.0.1, probed and watched.
+#
+#   cassandra/run.sh      (CQL_PORT=9042 STORAGE_PORT=17000 CQLFRAME_BIN=... to override)
+#
+# 1. fetches cassandra-all and its runtime dependencies (cassandra/fetch.sh; cached in .cache/);
+# 2. starts one node with cassandra/cassandra.yaml, a 1 GiB heap and Java 17's JPMS flags
+#    (cassandra/jvm17.options), data and logs under build/cassandra/, no JMX;
+# 3. runs `cqlframe probe` against it: every case passes or is a known deviation listed in
+#    cassandra/deviations.toml (report in build/cassandra/probe/);
+# 4. captures the loopback traffic (dumpcap) of a Python-driver workload with and without LZ4
+#    (cassandra/workload.py) and runs `cqlframe check` on it: no violation allowed; then tshark
+#    with wireshark/cqlframe.lua on the same capture: no Lua error;
+# 5. stops the node. Nothing is left running, whatever happens (trap on exit).
+# Prints the time of each step. Exit status non-zero if any step fails.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+port="${CQL_PORT:-9042}"
+storage="${STORAGE_PORT:-17000}"
+out="$root/build/cassandra"
+bin="${CQLFRAME_BIN:-$root/target/release/cqlframe}"
+started=$(date +%s)
+last=$started
+node_pid=""
+capture_pid=""
+
+step() {
+    local now
+    now=$(date +%s)
+    printf '\n== [%4ss, +%ss] %s\n' "$((now - started))" "$((now - last))" "$*"
+    last=$now
+}
+
+cleanup() {
+    local status=$?
+    if [ -n "$capture_pid" ] && kill -0 "$capture_pid" 2>/dev/null; then
+        kill -INT "$capture_pid" 2>/dev/null || true
+        wait "$capture_pid" 2>/dev/null || true
+    fi
+    if [ -n "$node_pid" ] && kill -0 "$node_pid" 2>/dev/null; then
+        echo "cassandra: stopping the node (pid $node_pid)"
+        kill -TERM "$node_pid" 2>/dev/null || true
+        for _ in $(seq 60); do
+            kill -0 "$node_pid" 2>/dev/null || break
+            sleep 0.5
+        done
+        kill -KILL "$node_pid" 2>/dev/null || true
+        wait "$node_pid" 2>/dev/null || true
+    fi
+    printf 'cassandra/run.sh: %s after %ss\n' "$([ $status -eq 0 ] && echo passed || echo FAILED)" "$(( $(date +%s) - started ))"
+    exit $status
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+port_busy() { ss -ltnH "sport = :$1" | grep -q .; }
+
+step "fetch Apache Cassandra (Maven Central, cached in .cache/)"
+cassandra/fetch.sh
+conformance/drivers/python/setup.sh </dev/null >/dev/null
+python="$root/.cache/venv/conformance-python/bin/python"
+if [ -z "${CQLFRAME_BIN:-}" ]; then
+    cargo build --release -q -p cqlframe
+fi
+for p in "$port" "$storage"; do
+    if port_busy "$p"; then
+        echo "cassandra: port $p is in use (set CQL_PORT / STORAGE_PORT)" >&2
+        exit 1
+    fi
+done
+
+step "start a node on 127.0.0.1:$port"
+rm -rf "$out"
+mkdir -p "$out/conf" "$out/log"
+sed -e "s:@DATA@:$out:g" -e "s:@STORAGE_PORT@:$storage:g" -e "s:@NATIVE_PORT@:$port:g" \
+    cassandra/cassandra.yaml >"$out/conf/cassandra.yaml"
+# One option per line; "--add-exports X" lines are two arguments.
+read -r -a jvm <<<"$(grep -v '^#' cassandra/jvm17.options | tr '\n' ' ')"
+java "${jvm[@]}" \
+    -Dcassandra.config="file://$out/conf/cassandra.yaml" \
+    -Dcassandra.storagedir="$out" \
+    -Dcassandra.logdir="$out/log" \
+    -Dlogback.configurationFile="$root/cassandra/logback.xml" \
+    -Dcassandra-foreground=yes \
+    -Dcassandra.skip_wait_for_gossip_to_settle=0 \
+    -cp "$root/.cache/cassandra/lib/*" \
+    org.apache.cassandra.service.CassandraDaemon >"$out/log/stdout.log" 2>&1 &
+node_pid=$!
+for _ in $(seq 360); do
+    if ! kill -0 "$node_pid" 2>/dev/null; then
+        echo "cassandra: the node exited during startup; last lines of its log:" >&2
+        tail -30 "$out/log/stdout.log" >&2
+        exit 1
+    fi
+    grep -q "Startup complete" "$out/log/system.log" 2>/dev/null && port_busy "$port" && break
+    sleep 0.5
+done
+port_busy "$port" || { echo "cassandra: the native port never opened" >&2; exit 1; }
+grep -o "Cassandra version: [^ ]*" "$out/log/system.log" | head -1 || true
+
+step "cqlframe probe 127.0.0.1:$port"
+"$bin" probe "127.0.0.1:$port" --deviations cassandra/deviations.toml --report-dir "$out/probe"
+
+step "capture the Python driver workload on lo (dumpcap), with and without LZ4"
+dumpcap -q -i lo -f "tcp port $port" -w "$out/workload.pcapng" 2>"$out/log/dumpcap.log" &
+capture_pid=$!
+for _ in $(seq 50); do
+    [ -s "$out/workload.pcapng" ] && break
+    sleep 0.1
+done
+sleep 1
+"$python" cassandra/workload.py "$port" none
+"$python" cassandra/workload.py "$port" lz4
+sleep 1
+kill -INT "$capture_pid"
+wait "$capture_pid" || true
+capture_pid=""
+ls -l "$out/workload.pcapng"
+
+step "cqlframe check on the capture: no violation"
+"$bin" check --port "$port" "$out/workload.pcapng"
+"$bin" check --port "$port" --json "$out/workload.pcapng" >"$out/check.json"
+python3 - "$out/check.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+conns = doc["connections"]
+framed = [c for c in conns if c.get("negotiated")]
+kinds = {c["negotiated"] for c in framed}
+seqs = sum(c["server_to_client"]["sequences"] + c["client_to_server"]["sequences"] for c in framed)
+print(f"check: {len(conns)} connections, framed as {sorted(kinds)}, {seqs} sequences")
+assert any("lz4" in k for k in kinds) and any("uncompressed" in k for k in kinds), kinds
+assert seqs > 0, "no sequence in the capture"
+PY
+
+if [ -f wireshark/cqlframe.lua ]; then
+    step "tshark with wireshark/cqlframe.lua on the capture: no Lua error"
+    prefs=()
+    [ "$port" = 9042 ] || prefs=(-o "cqlframe.port:$port")
+    tshark -X lua_script:wireshark/cqlframe.lua "${prefs[@]}" -r "$out/workload.pcapng" \
+        -Y cqlframe -T fields -e frame.number -e _ws.expert.message >"$out/tshark.txt" 2>"$out/tshark.err" || true
+    if grep -qi "lua error\|lua_error" "$out/tshark.txt" "$out/tshark.err"; then
+        echo "tshark: Lua errors:" >&2
+        grep -i "lua error\|lua_error" "$out/tshark.txt" "$out/tshark.err" | head -20 >&2
+        exit 1
+    fi
+    echo "tshark: $(wc -l <"$out/tshark.txt") packets with CQL frames or envelopes, no Lua error"
+fi
+
+step "stop the node"
