@@ -14,7 +14,7 @@ mkdir -p .cache
 step() { printf '\n== %s\n' "$*"; }
 
 step "system packages"
-packages=(asciidoctor ruby-asciidoctor-pdf python3-venv tshark)
+packages=(asciidoctor ruby-asciidoctor-pdf python3-venv tshark lua5.2 lua5.4)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -37,6 +37,9 @@ python3 vectors/validate_manifest.py
 
 step "vectors: session captures read back by tshark (checksums, expert info, reassembled streams)"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 vectors/test_pcaps.py
+
+step "wireshark: Lua dissector (CRC/LZ4 modules and framing under Lua 5.2/5.4, tshark on the captures)"
+wireshark/test.sh
 
 step "spec: traceability self-test, strict build, rule coverage"
 python3 spec/test_traceability.py

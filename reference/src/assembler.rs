@@ -114,44 +114,49 @@ impl EnvelopeAssembler {
     }
 
     /// SEND-2 / RECV-5: a self-contained frame holds whole envelopes only. The whole content is
-    /// checked before any envelope of it is delivered, so a bad frame delivers nothing (ERR-2).
+    /// checked before any envelope of it is delivered, so a bad frame delivers nothing (ERR-2);
+    /// the second pass reads the headers again rather than allocating a list of them.
     fn split_self_contained(
         &self,
         frame: &Frame<'_>,
         emit: &mut dyn FnMut(Envelope<'_>) -> Result<(), FramingError>,
     ) -> Result<(), FramingError> {
-        let fail = |kind| FramingError::new(kind, frame.offset);
-        let mut bounds = Vec::new();
-        let mut at = 0;
         let content = frame.content;
+        let mut at = 0;
         while at < content.len() {
             let rest = &content[at..];
-            let partial = |needed: usize| ErrorKind::PartialEnvelope {
-                needed: needed as u64,
-                available: rest.len() as u64,
+            let partial = |needed: usize| {
+                let kind = ErrorKind::PartialEnvelope {
+                    needed: needed as u64,
+                    available: rest.len() as u64,
+                };
+                FramingError::new(kind, frame.offset)
             };
             if rest.len() < ENVELOPE_HEADER_LEN {
-                return Err(fail(partial(ENVELOPE_HEADER_LEN)));
+                return Err(partial(ENVELOPE_HEADER_LEN));
             }
-            let header = parse_header(rest);
-            let total =
-                ENVELOPE_HEADER_LEN + checked_body_len(&header, self.max_body).map_err(fail)?;
-            if rest.len() < total {
-                return Err(fail(partial(total)));
+            let body = checked_body_len(&parse_header(rest), self.max_body)
+                .map_err(|kind| FramingError::new(kind, frame.offset))?;
+            if rest.len() < ENVELOPE_HEADER_LEN + body {
+                return Err(partial(ENVELOPE_HEADER_LEN + body));
             }
-            bounds.push((header, at + ENVELOPE_HEADER_LEN, at + total));
-            at += total;
+            at += ENVELOPE_HEADER_LEN + body;
         }
-        for (header, start, end) in bounds {
+        let mut rest = content;
+        while !rest.is_empty() {
+            let header = parse_header(rest);
+            let (envelope, tail) = rest.split_at(ENVELOPE_HEADER_LEN + header.length as usize);
             emit(Envelope {
                 header,
-                body: &content[start..end],
+                body: &envelope[ENVELOPE_HEADER_LEN..],
             })?;
+            rest = tail;
         }
         Ok(())
     }
 }
 
+#[inline]
 fn parse_header(bytes: &[u8]) -> EnvelopeHeader {
     let mut h = [0u8; ENVELOPE_HEADER_LEN];
     h.copy_from_slice(&bytes[..ENVELOPE_HEADER_LEN]);

@@ -88,16 +88,24 @@ impl FrameHeader {
 
     /// Reads a header from the first `format.header_len()` bytes of `bytes`, which must be
     /// that long. The CRC24 is checked before any field is trusted (RECV-1).
+    #[inline]
     pub fn read(format: Format, bytes: &[u8]) -> Result<FrameHeader, ErrorKind> {
         let (ulen_shift, sc_bit, ck_bit, rsv_shift, rsv_width, n) = Self::layout(format);
-        let mut word_bytes = [0u8; 8];
-        word_bytes[..n].copy_from_slice(&bytes[..n]);
-        let found = u32::from_le_bytes([bytes[n], bytes[n + 1], bytes[n + 2], 0]);
+        // Fixed-size loads: the header is 6 or 8 bytes, and `bytes` holds at least that many.
+        let (word, found) = match format {
+            Format::Uncompressed => (
+                u64::from(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], 0])),
+                u32::from_le_bytes([bytes[3], bytes[4], bytes[5], 0]),
+            ),
+            Format::Lz4 => {
+                let all = u64::from_le_bytes(bytes[..8].try_into().expect("8-byte LZ4 header"));
+                (all & 0xFF_FFFF_FFFF, (all >> 40) as u32)
+            }
+        };
         let computed = crc24(&bytes[..n]);
         if found != computed {
             return Err(ErrorKind::HeaderCrcMismatch { found, computed });
         }
-        let word = u64::from_le_bytes(word_bytes);
         let uncompressed_length = match format {
             Format::Uncompressed => 0,
             Format::Lz4 => ((word >> ulen_shift) & LENGTH_MASK) as u32,

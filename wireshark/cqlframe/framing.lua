@@ -1,0 +1,551 @@
+-- cqlframe/framing.lua: the frame layer as a receiver sees it, on Lua strings, with no
+-- Wireshark API, so the same code runs in the dissector and in the standalone tests.
+--
+-- A conversation holds two directions. Each direction is in one mode:
+--   "unknown"   nothing decoded yet: the first bytes decide (envelope, or a frame whose CRC24
+--               verifies: a capture that starts mid-connection)
+--   "unframed"  envelopes back to back (handshake, LIFE-1; or protocol v4 and lower, LIFE-2)
+--   "await"     the client sent STARTUP (v5+) and waits for the response (LIFE-6)
+--   "framed"    frames of conv format/checksum (LIFE-4, LIFE-5, NEG-1, NEG-5)
+--   "stopped"   a header failed its CRC24 (or the stream never synchronised): frame boundaries
+--               are lost; everything after it is shown as undecoded (RECV-1, RECV-11)
+--
+-- pdu(conv, dir, s, pos, avail, opts) looks at the next unit (one envelope or one frame) and
+-- returns its length, or needs more bytes; process(conv, dir, s, pos, len, ctx, opts) decodes
+-- that unit, advances the state and returns a record describing what it found (fields,
+-- checksum results, content, envelopes, expert findings with rule IDs).
+
+local crc = require("cqlframe.crc")
+local lz4 = require("cqlframe.lz4")
+
+local byte, sub, concat = string.byte, string.sub, table.concat
+local floor = math.floor
+
+local M = {}
+
+M.OPCODES = {
+    [0x00] = "ERROR", [0x01] = "STARTUP", [0x02] = "READY", [0x03] = "AUTHENTICATE",
+    [0x05] = "OPTIONS", [0x06] = "SUPPORTED", [0x07] = "QUERY", [0x08] = "RESULT",
+    [0x09] = "PREPARE", [0x0A] = "EXECUTE", [0x0B] = "REGISTER", [0x0C] = "EVENT",
+    [0x0D] = "BATCH", [0x0E] = "AUTH_CHALLENGE", [0x0F] = "AUTH_RESPONSE", [0x10] = "AUTH_SUCCESS",
+}
+
+M.MAX_PAYLOAD = 131071
+
+local function u16be(s, p) local a, b = byte(s, p, p + 1); return a * 256 + b end
+local function s16be(s, p) local v = u16be(s, p); if v >= 32768 then v = v - 65536 end; return v end
+local function s32be(s, p)
+    local a, b, c, d = byte(s, p, p + 3)
+    local v = ((a * 256 + b) * 256 + c) * 256 + d
+    if v >= 2147483648 then v = v - 4294967296 end
+    return v
+end
+M.s32be, M.u16be, M.s16be = s32be, u16be, s16be
+
+--- Envelope header at s[pos..pos+8] (ENV-1).
+function M.envelope_header(s, pos)
+    local version, flags, _, _, opcode = byte(s, pos, pos + 4)
+    return {
+        version = version, flags = flags, stream = s16be(s, pos + 2), opcode = opcode,
+        length = s32be(s, pos + 5), protocol = version % 128, response = version >= 128,
+    }
+end
+
+--- True if the 9 bytes at pos look like an envelope header of protocol v3..v6.
+function M.plausible_envelope(s, pos)
+    local version, flags, _, _, opcode = byte(s, pos, pos + 4)
+    local v = version % 128
+    if v < 3 or v > 6 or flags >= 0x20 then return false end
+    if M.OPCODES[opcode] == nil then return false end
+    local len = s32be(s, pos + 5)
+    return len >= 0 and len < 268435456
+end
+
+--- Frame header at s[pos..] in `format` (FMT-2..FMT-11). Needs 6 or 8 bytes.
+function M.frame_header(s, pos, format)
+    local h = { format = format }
+    if format == "lz4" then
+        local b0, b1, b2, b3, b4, c0, c1, c2 = byte(s, pos, pos + 7)
+        -- the 40-bit header word, exact in a double and in a Lua 5.4 integer
+        local word = b0 + b1 * 256 + b2 * 65536 + b3 * 16777216 + b4 * 4294967296
+        h.size = 8
+        h.word = word
+        h.length = word % 131072
+        h.uncompressed_length = floor(word / 131072) % 131072
+        h.self_contained = floor(word / 17179869184) % 2 == 1         -- bit 34
+        h.checksum_bit = floor(word / 34359738368) % 2 == 1           -- bit 35
+        h.reserved = floor(word / 68719476736) % 16                   -- bits 36-39
+        h.crc24 = c0 + c1 * 256 + c2 * 65536
+        h.crc24_computed = crc.crc24(s, pos, pos + 4)
+    else
+        local b0, b1, b2, c0, c1, c2 = byte(s, pos, pos + 5)
+        local word = b0 + b1 * 256 + b2 * 65536
+        h.size = 6
+        h.word = word
+        h.length = word % 131072
+        h.self_contained = floor(word / 131072) % 2 == 1              -- bit 17
+        h.checksum_bit = floor(word / 262144) % 2 == 1                -- bit 18
+        h.reserved = floor(word / 524288) % 32                        -- bits 19-23
+        h.crc24 = c0 + c1 * 256 + c2 * 65536
+        h.crc24_computed = crc.crc24(s, pos, pos + 2)
+    end
+    h.crc24_ok = h.crc24 == h.crc24_computed
+    h.total = h.size + h.length + 4
+    return h
+end
+
+-- STARTUP body: [string map] (native_protocol_v5.spec 4.1.1). Returns a table of upper-cased
+-- keys, or nil if the body is malformed.
+local function string_map(s, pos, stop)
+    if pos + 1 > stop then return nil end
+    local n = u16be(s, pos)
+    pos = pos + 2
+    local map = {}
+    for _ = 1, n do
+        local kv = {}
+        for j = 1, 2 do
+            if pos + 1 > stop then return nil end
+            local l = u16be(s, pos)
+            if pos + 1 + l > stop then return nil end
+            kv[j] = sub(s, pos + 2, pos + 1 + l)
+            pos = pos + 2 + l
+        end
+        map[kv[1]:upper()] = kv[2]
+    end
+    return map
+end
+M.string_map = string_map
+
+-- SUPPORTED body: [string multimap]; returns {KEY = {values}} or nil.
+local function string_multimap(s, pos, stop)
+    if pos + 1 > stop then return nil end
+    local n = u16be(s, pos)
+    pos = pos + 2
+    local map = {}
+    for _ = 1, n do
+        if pos + 1 > stop then return nil end
+        local l = u16be(s, pos)
+        if pos + 1 + l > stop then return nil end
+        local key = sub(s, pos + 2, pos + 1 + l)
+        pos = pos + 2 + l
+        if pos + 1 > stop then return nil end
+        local m = u16be(s, pos)
+        pos = pos + 2
+        local values = {}
+        for k = 1, m do
+            if pos + 1 > stop then return nil end
+            l = u16be(s, pos)
+            if pos + 1 + l > stop then return nil end
+            values[k] = sub(s, pos + 2, pos + 1 + l)
+            pos = pos + 2 + l
+        end
+        map[key:upper()] = values
+    end
+    return map
+end
+M.string_multimap = string_multimap
+
+function M.new_conversation()
+    return { dirs = {}, startup = nil, supported = nil, negotiated = nil }
+end
+
+--- The state of one direction of `conv`, created on first use. `key` names the sender.
+function M.direction(conv, key, role)
+    local d = conv.dirs[key]
+    if d == nil then
+        d = { key = key, role = role, mode = "unknown", offset = 0, seq = nil, errors = 0, first_error = nil }
+        conv.dirs[key] = d
+    end
+    return d
+end
+
+local function other(conv, dir)
+    for k, d in pairs(conv.dirs) do
+        if k ~= dir.key then return d end
+    end
+    return nil
+end
+
+local function set_framed(dir, conv)
+    dir.mode = "framed"
+    dir.format = conv.negotiated.format
+    dir.checksum = conv.negotiated.checksum
+    dir.switch_offset = dir.offset
+end
+
+-- Classification of the first bytes of a direction in mode "unknown". Returns "envelope",
+-- "lz4", "uncompressed", "more" or "garbage".
+local function classify(conv, dir, s, pos, avail)
+    if conv.negotiated then return "negotiated" end
+    local wants_envelope = dir.at_start or conv.startup ~= nil or conv.supported ~= nil
+    if wants_envelope then
+        if avail < 9 then return "more" end
+        if M.plausible_envelope(s, pos) then return "envelope" end
+    end
+    if avail >= 6 and M.frame_header(s, pos, "uncompressed").crc24_ok then return "uncompressed" end
+    if avail >= 8 and M.frame_header(s, pos, "lz4").crc24_ok then return "lz4" end
+    if avail < 9 then return "more" end
+    if M.plausible_envelope(s, pos) then return "envelope" end
+    return "garbage"
+end
+
+--- The next unit at s[pos..pos+avail-1]. Returns:
+---   n            a whole unit of n bytes is available (n <= avail)
+---   nil, "more", k   at least k more bytes are needed (k may be nil: one more segment)
+---   avail, "garbage"   nothing decodable: the rest is shown as undecoded
+function M.pdu(conv, dir, s, pos, avail, opts)
+    if dir.mode == "stopped" then return avail, "garbage" end
+    if dir.mode == "unknown" then
+        local c = classify(conv, dir, s, pos, avail)
+        if c == "more" then return nil, "more", nil end
+        if c == "garbage" then
+            if dir.at_start then
+                dir.mode = "stopped"
+                dir.stop_reason = "LIFE-1"
+            end
+            return avail, "garbage"
+        end
+        if c == "negotiated" then
+            set_framed(dir, conv)
+        elseif c == "envelope" then
+            dir.mode = "unframed"
+        else
+            dir.mode = "framed"
+            dir.format = c
+            dir.detected = true
+            dir.checksum = M.frame_header(s, pos, c).checksum_bit and "crc32c" or "crc32"
+            dir.switch_offset = dir.offset
+        end
+    end
+    if dir.mode == "framed" then
+        local hs = dir.format == "lz4" and 8 or 6
+        if avail < hs then return nil, "more", hs - avail end
+        local h = M.frame_header(s, pos, dir.format)
+        if not h.crc24_ok then return avail, "badheader" end
+        if avail < h.total then return nil, "more", h.total - avail end
+        return h.total
+    end
+    -- unframed, await
+    if avail < 9 then return nil, "more", 9 - avail end
+    if not M.plausible_envelope(s, pos) then return avail, "badenvelope" end
+    local len = s32be(s, pos + 5)
+    if avail < 9 + len then return nil, "more", 9 + len - avail end
+    return 9 + len
+end
+
+local function finding(rec, key, rule, text)
+    rec.findings[#rec.findings + 1] = { key = key, rule = rule, text = text }
+end
+
+local function framing_error(dir, rec, key, rule, text)
+    finding(rec, key, rule, text)
+    dir.errors = dir.errors + 1
+    if dir.first_error == nil then
+        dir.first_error = { rule = rule, offset = rec.offset, key = key }
+    end
+end
+
+-- The first bytes of a connection are not an envelope: the client broke LIFE-3 (STARTUP and
+-- OPTIONS go unframed), the server LIFE-1.
+local function not_envelope(dir, rec, text)
+    if dir.role == "server" then
+        framing_error(dir, rec, "not_envelope", "LIFE-1", text)
+    else
+        framing_error(dir, rec, "not_envelope", "LIFE-3", text .. " (the client sends STARTUP unframed)")
+    end
+end
+
+-- Handshake bookkeeping for an unframed envelope (LIFE-1..LIFE-9, NEG-1..NEG-8).
+local function handshake(conv, dir, env, s, pos, rec)
+    local body, stop = pos + 9, pos + 8 + env.length
+    if env.opcode == 0x01 and not env.response then
+        local opts = string_map(s, body, stop) or {}
+        if env.protocol >= 5 then
+            conv.startup = { stream = env.stream, protocol = env.protocol, options = opts, dir = dir.key }
+            dir.mode = "await"
+            dir.role = "client"
+            local fc = opts.FRAME_CHECKSUM
+            if fc and fc:lower() ~= "crc32" then
+                local listed = conv.supported and conv.supported.FRAME_CHECKSUMS
+                local ok = false
+                for _, v in ipairs(listed or {}) do if v:lower() == fc:lower() then ok = true end end
+                if conv.supported and not ok then
+                    finding(rec, "neg_unlisted", "NEG-4", "FRAME_CHECKSUM=" .. fc .. " was not listed in FRAME_CHECKSUMS of SUPPORTED")
+                end
+            end
+        else
+            dir.legacy = true
+            conv.legacy = true
+        end
+    elseif env.opcode == 0x06 and env.response then
+        conv.supported = string_multimap(s, body, stop) or {}
+    elseif env.response and conv.startup and conv.startup.dir ~= dir.key
+        and ((env.opcode == 0x00 and env.protocol ~= conv.startup.protocol)
+            or ((env.opcode == 0x00 or env.opcode == 0x02 or env.opcode == 0x03) and env.stream == conv.startup.stream)) then
+        local st = conv.startup
+        local client = conv.dirs[st.dir]
+        if env.protocol ~= st.protocol then
+            -- an ERROR in another version, on any stream: the version is refused, no switch
+            -- (LIFE-11; the client retries lower, LIFE-9)
+            conv.startup = nil
+            if client and client.mode == "await" then client.mode = "unframed" end
+            rec.no_switch = "v" .. env.protocol .. " ERROR to a v" .. st.protocol .. " STARTUP: protocol version refused, no switch (LIFE-11)"
+            return
+        end
+        local n
+        if env.opcode == 0x00 then
+            n = { format = "uncompressed", checksum = "crc32", reason = "ERROR response to STARTUP (LIFE-8)" }
+        else
+            local c = st.options.COMPRESSION
+            local fc = st.options.FRAME_CHECKSUM
+            n = {
+                format = (c and c:lower() == "lz4") and "lz4" or "uncompressed",
+                checksum = (fc and fc:lower() == "crc32c") and "crc32c" or "crc32",
+                reason = M.OPCODES[env.opcode] .. " response to STARTUP (LIFE-4, LIFE-5)",
+            }
+        end
+        n.protocol = st.protocol
+        conv.negotiated = n
+        conv.startup = nil
+        dir.role = "server"
+        set_framed(dir, conv)
+        dir.switch_offset = dir.offset + rec.length
+        if client then
+            client.role = "client"
+            set_framed(client, conv)
+        end
+        rec.switch = n
+    end
+end
+
+-- Splits the content of a self-contained frame into envelopes (SEND-2, RECV-5, ENV-3, RECV-12).
+local function split_envelopes(dir, rec, content, opts)
+    local p, n = 1, #content
+    while p <= n do
+        local left = n - p + 1
+        if left < 9 then
+            framing_error(dir, rec, "partial_envelope", "RECV-5", string.format("self-contained frame ends inside an envelope header (%d of 9 bytes)", left))
+            rec.partial = { start = p, length = left }
+            return
+        end
+        local env = M.envelope_header(content, p)
+        if env.length < 0 then
+            framing_error(dir, rec, "negative_length", "ENV-3", "negative envelope body length " .. env.length)
+            rec.partial = { start = p, length = left }
+            return
+        end
+        if env.length > opts.max_body then
+            framing_error(dir, rec, "too_large", "RECV-12", string.format("envelope body length %d exceeds the limit %d", env.length, opts.max_body))
+        end
+        if 9 + env.length > left then
+            framing_error(dir, rec, "partial_envelope", "RECV-5", string.format("self-contained frame ends inside an envelope (%d of %d bytes)", left, 9 + env.length))
+            rec.partial = { start = p, length = left }
+            return
+        end
+        env.start = p
+        env.size = 9 + env.length
+        if dir.role == nil then dir.role = env.response and "server" or "client" end
+        rec.envelopes[#rec.envelopes + 1] = env
+        p = p + 9 + env.length
+    end
+end
+
+-- Appends a non-self-contained frame's content to the direction's sequence (RECV-6, RECV-7,
+-- RECV-10, SEND-8).
+local function sequence_frame(dir, rec, content, ctx, opts)
+    if #content == 0 then
+        framing_error(dir, rec, "empty_continuation", "RECV-10", "non-self-contained frame with no content")
+        return
+    end
+    local seq = dir.seq
+    if seq == nil then
+        seq = { parts = {}, have = 0, need = nil, frames = {}, offset = rec.offset }
+        dir.seq = seq
+        if #content < 9 then
+            finding(rec, "header_split", "SEND-8", string.format("first frame of a sequence carries %d bytes of the 9-byte envelope header", #content))
+        end
+    end
+    seq.parts[#seq.parts + 1] = content
+    seq.have = seq.have + #content
+    seq.frames[#seq.frames + 1] = { number = ctx.number, offset = rec.offset, length = #content }
+    rec.sequence = { index = #seq.frames, have = seq.have, first_offset = seq.offset }
+    if seq.need == nil and seq.have >= 9 then
+        local head = concat(seq.parts)
+        seq.parts = { head }
+        local env = M.envelope_header(head, 1)
+        if env.length < 0 then
+            framing_error(dir, rec, "negative_length", "ENV-3", "negative envelope body length " .. env.length)
+            dir.seq = nil
+            return
+        end
+        if env.length > opts.max_body then
+            framing_error(dir, rec, "too_large", "RECV-12", string.format("envelope body length %d exceeds the limit %d", env.length, opts.max_body))
+        end
+        seq.need = 9 + env.length
+    end
+    rec.sequence.need = seq.need
+    if seq.need and seq.have > seq.need then
+        framing_error(dir, rec, "overshoot", "RECV-7", string.format("sequence carries %d bytes past the envelope's %d", seq.have - seq.need, seq.need))
+        dir.seq = nil
+        return
+    end
+    if seq.need and seq.have == seq.need then
+        local data = concat(seq.parts)
+        local env = M.envelope_header(data, 1)
+        env.start = 1
+        env.size = #data
+        env.reassembled = { data = data, frames = seq.frames, offset = seq.offset }
+        if dir.role == nil then dir.role = env.response and "server" or "client" end
+        rec.envelopes[#rec.envelopes + 1] = env
+        rec.sequence.complete = true
+        dir.seq = nil
+    end
+end
+
+--- Decodes the unit of `len` bytes at s[pos..] (as found by pdu()) and advances the state.
+--- ctx = { number = packet number }; opts = { verify = bool, max_body = n }.
+function M.process(conv, dir, s, pos, len, kind, ctx, opts)
+    local rec = { offset = dir.offset, pos = pos, length = len, findings = {}, envelopes = {} }
+    if dir.first_error and dir.mode ~= "stopped" then
+        rec.after_error = dir.first_error
+    end
+    if kind == "garbage" or kind == "badheader" or kind == "badenvelope" then
+        rec.kind = "undecoded"
+        if kind == "badheader" then
+            local h = M.frame_header(s, pos, dir.format)
+            rec.kind = "frame"
+            rec.header = h
+            rec.format = dir.format
+            rec.checksum = dir.checksum
+            rec.truncated = true
+            local text = string.format("header CRC24 %06x, computed %06x: frame boundaries lost", h.crc24, h.crc24_computed)
+            framing_error(dir, rec, "crc24_bad", "RECV-1", text)
+            if len >= 9 and M.plausible_envelope(s, pos) then
+                local env = M.envelope_header(s, pos)
+                finding(rec, "unframed_after_switch", "LIFE-7", string.format("looks like an unframed %s envelope after the switch", M.OPCODES[env.opcode] or "?"))
+            end
+            dir.mode = "stopped"
+            dir.stop_reason = "RECV-1"
+        elseif kind == "badenvelope" then
+            if dir.mode == "unframed" and dir.offset == 0 and dir.at_start then
+                not_envelope(dir, rec, "the connection does not start with an envelope")
+            else
+                framing_error(dir, rec, "bad_envelope", "ENV-1", "not an envelope header where one is expected")
+            end
+            dir.mode = "stopped"
+        elseif dir.stop_reason == "LIFE-1" and dir.offset == 0 then
+            not_envelope(dir, rec, "the connection does not start with an envelope")
+        else
+            rec.unsynchronised = dir.first_error == nil
+        end
+        dir.offset = dir.offset + len
+        return rec
+    end
+    if dir.mode == "framed" then
+        rec.kind = "frame"
+        rec.format, rec.checksum = dir.format, dir.checksum
+        rec.detected = dir.detected
+        local h = M.frame_header(s, pos, dir.format)
+        rec.header = h
+        if dir.at_start and dir.offset == 0 and conv.negotiated == nil then
+            not_envelope(dir, rec, "the connection starts with a frame, not an unframed envelope")
+        end
+        if h.checksum_bit ~= (dir.checksum == "crc32c") then
+            framing_error(dir, rec, "checksum_bit", "RECV-3", string.format("checksum bit %d but the connection uses %s", h.checksum_bit and 1 or 0, dir.checksum))
+        end
+        local p0 = pos + h.size
+        local tp = p0 + h.length
+        local t0, t1, t2, t3 = byte(s, tp, tp + 3)
+        rec.trailer = t0 + t1 * 256 + t2 * 65536 + t3 * 16777216
+        if opts.verify then
+            rec.computed = crc.payload(dir.checksum, s, p0, tp - 1)
+            rec.checksum_ok = rec.computed == rec.trailer
+            if not rec.checksum_ok then
+                local hint = ""
+                local alt = dir.checksum == "crc32c" and "crc32" or "crc32c"
+                if crc.payload(alt, s, p0, tp - 1) == rec.trailer then
+                    hint = " (the trailer is a valid " .. alt .. ")"
+                    rec.trailer_is = alt
+                elseif crc.crc32_unseeded(s, p0, tp - 1) == rec.trailer then
+                    hint = " (the trailer is an unseeded CRC-32: the FA 2D 55 CA seed is missing)"
+                    rec.trailer_is = "crc32-unseeded"
+                end
+                framing_error(dir, rec, "checksum_bad", "RECV-2", string.format("payload %s %08x, computed %08x%s", dir.checksum, rec.trailer, rec.computed, hint))
+            end
+        end
+        if h.reserved ~= 0 then
+            finding(rec, "reserved", "FMT-12", string.format("reserved bits 0x%x set (senders write zero, FMT-6/FMT-10; receivers ignore them)", h.reserved))
+        end
+        local content
+        if dir.format == "lz4" and h.uncompressed_length > 0 then
+            local kind2, reason
+            content, kind2, reason = lz4.decompress(s, p0, h.length, h.uncompressed_length)
+            if content == nil then
+                -- a malformed block breaks the sender's LZ4-1; the receiver fails it under LZ4-4
+                framing_error(dir, rec, kind2, "LZ4-4", reason)
+                rec.lz4_error = reason
+            end
+            rec.decompressed = true
+        else
+            content = sub(s, p0, tp - 1)
+        end
+        rec.content = content
+        if content then
+            if h.self_contained then
+                if dir.seq then
+                    framing_error(dir, rec, "interrupted", "RECV-8", string.format("self-contained frame inside an incomplete sequence (%d of %s bytes)", dir.seq.have, tostring(dir.seq.need or "?")))
+                    rec.dropped_sequence = dir.seq
+                    dir.seq = nil
+                end
+                split_envelopes(dir, rec, content, opts)
+            else
+                sequence_frame(dir, rec, content, ctx, opts)
+            end
+        end
+        dir.offset = dir.offset + len
+        return rec
+    end
+    -- an unframed envelope
+    rec.kind = "envelope"
+    local env = M.envelope_header(s, pos)
+    env.start = pos
+    env.size = len
+    rec.envelopes[1] = env
+    if dir.mode == "await" then
+        framing_error(dir, rec, "before_response", "LIFE-6", "sent after STARTUP before its response")
+        dir.mode = "stopped"
+        dir.stop_reason = "LIFE-6"
+    else
+        if env.response then dir.role = "server" else dir.role = dir.role or "client" end
+        handshake(conv, dir, env, s, pos, rec)
+    end
+    dir.offset = dir.offset + len
+    return rec
+end
+
+--- A copy of the state that process() may change, so that a packet can be decoded again
+--- (Wireshark revisits packets) from exactly the state it was first decoded in.
+local function copy(t)
+    local r = {}
+    for i = 1, #t do r[i] = t[i] end
+    return r
+end
+
+function M.snapshot(conv)
+    local c = { startup = conv.startup, supported = conv.supported, negotiated = conv.negotiated, legacy = conv.legacy, dirs = {} }
+    for k, d in pairs(conv.dirs) do
+        local nd = {}
+        for f, v in pairs(d) do nd[f] = v end
+        if d.seq then
+            local q = {}
+            for f, v in pairs(d.seq) do q[f] = v end
+            q.parts = copy(d.seq.parts)
+            q.frames = copy(d.seq.frames)
+            nd.seq = q
+        end
+        c.dirs[k] = nd
+    end
+    return c
+end
+
+return M

@@ -1,0 +1,102 @@
+-- cqlframe/lz4.lua: raw LZ4 block decompression (LZ4-1, LZ4-4), pure Lua, bounds-checked.
+--
+--   decompress(s, i, n, declared) -> content | nil, kind, reason
+--
+-- s[i .. i+n-1] is one raw block (no frame format, no size prefix, empty history); declared is
+-- the header's uncompressed length. Success means the block is consumed exactly and yields
+-- exactly `declared` bytes; the output never grows past `declared`. On failure kind is
+-- "lz4_malformed" (LZ4-1) or "lz4_length_mismatch" (LZ4-4), as the reference reports them.
+-- Only arithmetic on small integers: no bit operations needed.
+
+local byte, char, concat = string.byte, string.char, table.concat
+local unpack = table.unpack or unpack
+
+local M = {}
+
+local CHUNK = 4096  -- bytes per string.char call when building the result
+
+local function to_string(out, n)
+    local parts, p = {}, 0
+    for k = 1, n, CHUNK do
+        p = p + 1
+        local last = k + CHUNK - 1
+        if last > n then last = n end
+        parts[p] = char(unpack(out, k, last))
+    end
+    return concat(parts)
+end
+
+function M.decompress(s, i, n, declared)
+    local ip, iend = i, i + n          -- next input byte, one past the last
+    local out, op = {}, 0              -- output bytes, count so far
+    if n == 0 then
+        return nil, "lz4_malformed", "empty block"
+    end
+    while true do
+        if ip >= iend then
+            return nil, "lz4_malformed", "block ends where a token is expected"
+        end
+        local token = byte(s, ip)
+        ip = ip + 1
+        -- literals
+        local lit = (token - token % 16) / 16
+        if lit == 15 then
+            repeat
+                if ip >= iend then return nil, "lz4_malformed", "block ends inside a literal length" end
+                local b = byte(s, ip)
+                ip = ip + 1
+                lit = lit + b
+            until b ~= 255
+        end
+        if ip + lit > iend then
+            return nil, "lz4_malformed", "literals run past the end of the block"
+        end
+        if op + lit > declared then
+            return nil, "lz4_length_mismatch", "output would exceed the declared length"
+        end
+        -- copy literals in pieces (string.byte returns its values on the C stack)
+        local k = ip
+        while k < ip + lit do
+            local last = k + 255
+            if last > ip + lit - 1 then last = ip + lit - 1 end
+            local bytes = { byte(s, k, last) }
+            for m = 1, #bytes do out[op + m] = bytes[m] end
+            op = op + #bytes
+            k = last + 1
+        end
+        ip = ip + lit
+        if ip == iend then break end   -- the last sequence has literals only
+        -- match
+        if ip + 1 >= iend then
+            return nil, "lz4_malformed", "block ends inside a match offset"
+        end
+        local lo, hi = byte(s, ip, ip + 1)
+        ip = ip + 2
+        local offset = lo + hi * 256
+        if offset == 0 or offset > op then
+            return nil, "lz4_malformed", "the offset to copy is not contained in the decompressed buffer"
+        end
+        local mlen = token % 16
+        if mlen == 15 then
+            repeat
+                if ip >= iend then return nil, "lz4_malformed", "block ends inside a match length" end
+                local b = byte(s, ip)
+                ip = ip + 1
+                mlen = mlen + b
+            until b ~= 255
+        end
+        mlen = mlen + 4
+        if op + mlen > declared then
+            return nil, "lz4_length_mismatch", "output would exceed the declared length"
+        end
+        local from = op - offset
+        for m = 1, mlen do out[op + m] = out[from + m] end   -- byte by byte: overlap repeats
+        op = op + mlen
+    end
+    if op ~= declared then
+        return nil, "lz4_length_mismatch", string.format("block yields %d bytes, header declares %d", op, declared)
+    end
+    return to_string(out, op)
+end
+
+return M

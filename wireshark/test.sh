@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# wireshark/test.sh: every test of the Lua dissector. Last line: "wireshark: N passed, M failed".
+#
+#   wireshark/test.sh                  everything (2.5-4 minutes on 2 cores)
+#   wireshark/test.sh --quick          no 1-byte segmentation, fewer mutated captures
+#   wireshark/test.sh --update-golden  rewrite wireshark/tests/golden/ (review the diff)
+#
+# Needs tshark (Wireshark 4.0+), editcap, lua5.2, lua5.4 (Debian: apt-get install -y tshark
+# lua5.2 lua5.4; installed here when missing and running as root) and the cqlframe binary
+# ($CQLFRAME_BIN, default target/release/cqlframe, built when missing).
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+cd "$root"
+
+args=()
+for a in "$@"; do
+    case "$a" in
+        --quick|--update-golden) args+=("$a") ;;
+        *) echo "usage: wireshark/test.sh [--quick] [--update-golden]" >&2; exit 2 ;;
+    esac
+done
+
+missing=()
+for tool in tshark:tshark editcap:tshark lua5.2:lua5.2 luac5.2:lua5.2 lua5.4:lua5.4 luac5.4:lua5.4; do
+    command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    else
+        echo "wireshark/test.sh: missing packages: ${missing[*]}" >&2
+        exit 2
+    fi
+fi
+export CQLFRAME_BIN="${CQLFRAME_BIN:-$root/target/release/cqlframe}"
+if [ ! -x "$CQLFRAME_BIN" ]; then
+    cargo build --release -q -p cqlframe || exit 2
+fi
+
+passed=0
+failed=0
+count() {  # adds the "X: N passed, M failed" line of a sub-test's output
+    local line
+    line=$(grep -E ': [0-9]+ passed, [0-9]+ failed$' <<<"$1" | tail -1)
+    if [ -z "$line" ]; then
+        failed=$((failed + 1))
+        echo "FAIL (no summary line)"
+        return
+    fi
+    passed=$((passed + $(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line")))
+    failed=$((failed + $(sed -E 's/.*, ([0-9]+) failed$/\1/' <<<"$line")))
+}
+
+echo "== syntax: luac5.2 -p and luac5.4 -p on every Lua file (one file per call: luac 5.4.4 aborts on several)"
+n_ok=0
+n_bad=0
+while IFS= read -r f; do
+    for luac in luac5.2 luac5.4; do
+        if out=$("$luac" -p "$f" 2>&1); then n_ok=$((n_ok + 1)); else n_bad=$((n_bad + 1)); echo "FAIL $luac $f: $out"; fi
+    done
+done < <(find wireshark -name '*.lua' | sort)
+echo "syntax: $n_ok passed, $n_bad failed"
+passed=$((passed + n_ok))
+failed=$((failed + n_bad))
+
+for lua in lua5.2 lua5.4; do
+    echo "== checksum and LZ4 modules against the vectors ($lua)"
+    out=$("$lua" wireshark/tests/test_modules.lua "$root" 2>&1)
+    echo "$out" | grep -E '^FAIL|passed' | head -40
+    count "$out"
+    echo "== framing state machine against every case and chunking ($lua)"
+    out=$("$lua" wireshark/tests/test_framing.lua "$root" 2>&1)
+    echo "$out" | grep -E '^FAIL|passed' | head -40
+    count "$out"
+done
+
+echo "== tshark: golden outputs, envelopes, segmentation, negatives, mid-connection, mutations"
+out=$(python3 wireshark/tests/check_tshark.py "${args[@]}" 2>&1)
+echo "$out" | grep -E '^FAIL|passed|Traceback|Error' | head -60
+count "$out"
+
+echo "wireshark: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,131 @@
+-- tests/test_modules.lua: the pure-Lua checksum and LZ4 modules against the golden vectors.
+--
+--   lua5.2 wireshark/tests/test_modules.lua [repo-root]     (and the same with lua5.4)
+--
+-- For every frames case of vectors/manifest.json and every frame of the session cases:
+--   * the CRC24 of the header bytes equals the case's header_crc24 (CRC-1, FMT-2, FMT-11);
+--   * the payload checksum of the negotiated algorithm equals payload_checksum (CRC-2, CRC-3,
+--     CRC-4);
+--   * for LZ4 frames with an uncompressed length, the block decompresses to the case's content
+--     (hex or sha256) (LZ4-1, LZ4-2, LZ4-4);
+-- and for the invalid cases whose error is a checksum mismatch (RECV-1, RECV-2) or an LZ4
+-- failure (LZ4-4): the module computes the reference's `computed` value, or fails the
+-- block under the same rule.
+-- Prints one line per failure and ends with "modules (<Lua version>): N passed, M failed".
+
+local root = arg[1] or "."
+package.path = root .. "/wireshark/?.lua;" .. root .. "/wireshark/tests/lib/?.lua;" .. package.path
+
+local crc = require("cqlframe.crc")
+local lz4 = require("cqlframe.lz4")
+local json = require("json")
+local sha256_raw = require("sha256")
+local sha_memo = {}
+local function sha256(data)  -- the same large contents are compared many times
+    local h = sha_memo[data]
+    if h == nil then h = sha256_raw(data); sha_memo[data] = h end
+    return h
+end
+
+local passed, failed = 0, 0
+local function check(ok, what)
+    if ok then passed = passed + 1 else failed = failed + 1; print("FAIL " .. what) end
+end
+
+local function read(path)
+    local f = assert(io.open(path, "rb"))
+    local s = f:read("*a")
+    f:close()
+    return s
+end
+
+local function hex(s)
+    return (s:gsub(".", function(c) return string.format("%02x", c:byte()) end))
+end
+
+local function same(blob, data)
+    if blob.length ~= #data then return false end
+    if blob.hex then return blob.hex == hex(data) end
+    return blob.sha256 == sha256(data)
+end
+
+local manifest = json.decode(read(root .. "/vectors/manifest.json"))
+
+-- One decoded-frame check: frame f of a stream `data` with `format` and `checksum`.
+local function check_frame(id, data, format, checksum, f)
+    local at = f.offset + 1
+    local hlen = format == "lz4" and 8 or 6
+    local fields = hlen - 3
+    local b = { data:byte(at + fields, at + hlen - 1) }
+    local stored = b[1] + b[2] * 256 + b[3] * 65536
+    local computed = crc.crc24(data, at, at + fields - 1)
+    check(computed == stored and string.format("%06x", computed) == f.header_crc24,
+        string.format("%s frame@%d crc24 %06x, manifest %s", id, f.offset, computed, f.header_crc24))
+    local plen = f.payload_length
+    local p0 = at + hlen
+    local sum = crc.payload(checksum, data, p0, p0 + plen - 1)
+    check(string.format("%08x", sum) == f.payload_checksum,
+        string.format("%s frame@%d %s %08x, manifest %s", id, f.offset, checksum, sum, f.payload_checksum))
+    if format == "lz4" and f.uncompressed_length ~= 0 then
+        local content, kind, reason = lz4.decompress(data, p0, plen, f.uncompressed_length)
+        check(content ~= nil and same(f.content, content),
+            string.format("%s frame@%d lz4 %s", id, f.offset, content and "content differs" or (kind .. ": " .. reason)))
+    end
+end
+
+local HEADER_RULES = { ["RECV-1"] = true }
+-- a malformed block (the sender broke LZ4-1) and a length mismatch both fail under LZ4-4
+local lz4_rule = { lz4_malformed = "LZ4-4", lz4_length_mismatch = "LZ4-4" }
+
+for _, case in ipairs(manifest.cases) do
+    if case.kind == "frames" then
+        local data = read(root .. "/vectors/" .. case.input.file)
+        for _, f in ipairs(case.expected.frames) do
+            check_frame(case.id, data, case.format, case.checksum, f)
+        end
+        local e = case.expected.error
+        if e ~= json.null then
+            local at = e.offset + 1
+            local hlen = case.format == "lz4" and 8 or 6
+            if HEADER_RULES[e.rule] then
+                local c = crc.crc24(data, at, at + hlen - 4)
+                check(c == e.detail.computed, string.format("%s: crc24 of the bad header %06x, reference %06x", case.id, c, e.detail.computed))
+            elseif e.rule == "RECV-2" then
+                -- the header is good: read the length, compute the trailer as the reference did
+                local b = { data:byte(at, at + 2) }
+                local plen = b[1] + b[2] * 256 + (b[3] % 2) * 65536
+                local c = crc.payload(e.detail.algorithm, data, at + hlen, at + hlen + plen - 1)
+                check(c == e.detail.computed, string.format("%s: %s of the bad payload %08x, reference %08x", case.id, e.detail.algorithm, c, e.detail.computed))
+            elseif lz4_rule[e.kind] then
+                local b = { data:byte(at, at + 4) }
+                local word = b[1] + b[2] * 256 + b[3] * 65536 + b[4] * 16777216 + b[5] * 4294967296
+                local clen = word % 131072
+                local ulen = math.floor(word / 131072) % 131072
+                local content, kind = lz4.decompress(data, at + 8, clen, ulen)
+                check(content == nil and kind == e.kind and lz4_rule[kind] == e.rule,
+                    string.format("%s: lz4 module says %s, reference %s (%s)", case.id, tostring(kind), e.rule, e.kind))
+            end
+        end
+    else
+        local streams = { client_receives = case.server_stream, server_receives = case.client_stream }
+        for side, blob in pairs(streams) do
+            local r = case.expected[side]
+            if r.switch ~= json.null then
+                local data = read(root .. "/vectors/" .. blob.file)
+                for _, f in ipairs(r.frames) do
+                    check_frame(case.id .. ":" .. side, data, r.switch.format, r.switch.checksum, f)
+                end
+            end
+        end
+    end
+end
+
+-- Check values of the catalogue (spec, Checksums): "123456789" and the empty payload.
+check(crc.crc24("123456789") == 0x4B3F02, "crc24 check value")
+check(crc.crc32("123456789") == 0xE2A261A7, "seeded crc32 check value")
+check(crc.crc32c("123456789") == 0xE3069283, "crc32c check value")
+check(crc.crc32("") == 0x44777ED3, "seeded crc32 of the empty payload")
+check(crc.crc32_unseeded("123456789") == 0xCBF43926, "plain crc32 check value")
+
+print(string.format("modules (%s): %d passed, %d failed", _VERSION, passed, failed))
+os.exit(failed == 0 and 0 or 1)
