@@ -1,42 +1,6 @@
 #!/usr/bin/env bash
-# Idempotent setup of the venv used by the Python peer (cassandra-driver).
-# Silent when the venv already matches requirements.txt.
-set -euo pipefail
-
+# The Python peer's venv (.cache/venv/python-peer): cassandra-driver and lz4, pinned in
+# requirements.txt, which leaves out the driver's dependencies that the framing code never imports.
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-venv="$root/.cache/venv/python-peer"
-req="$here/requirements.txt"
-stamp="$venv/.requirements.sha256"
-want="$(sha256sum "$req" | cut -d' ' -f1)"
-
-# Quick path: venv exists, its python runs, and it was built from this requirements.txt.
-if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]] \
-    && "$venv/bin/python" -c 'import cassandra.segment, lz4.block' 2>/dev/null; then
-    exit 0
-fi
-
-# Debian's python3 ships venv/ensurepip in a separate package.
-if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
-    if command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then
-        echo "setup.sh: installing python3-venv" >&2
-        apt-get update -qq >&2
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >&2
-    else
-        echo "setup.sh: python3 lacks venv/ensurepip (install python3-venv)" >&2
-        exit 1
-    fi
-fi
-
-rm -rf "$venv"
-mkdir -p "$(dirname "$venv")"
-python3 -m venv "$venv"
-# 3.30.1 builds its C extensions only from an sdist (wheels exist for common
-# platforms). The framing code under test is pure Python either way; the
-# CASS_DRIVER_* variables are the older drivers' documented switches and are
-# harmless for 3.30.1, whose build reads pyproject.toml instead.
-CASS_DRIVER_NO_EXTENSIONS=1 CASS_DRIVER_NO_CYTHON=1 \
-PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    "$venv/bin/python" -m pip install -q --no-deps -r "$req" >&2
-"$venv/bin/python" -c 'import cassandra.segment, cassandra.connection, lz4.block'
-echo "$want" > "$stamp"
+exec "$here/../../tools/python-venv.sh" python-peer "$here/requirements.txt" \
+    cassandra.segment cassandra.connection lz4.block
