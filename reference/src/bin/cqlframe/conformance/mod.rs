@@ -255,12 +255,7 @@ fn run_suite(args: RunArgs) -> Result<(), Failure> {
         results: &results,
         seconds: started.elapsed().as_secs_f64(),
     };
-    println!("{}", report::console(&run));
-    report::write_all(&run, &args.report_dir)?;
-    println!(
-        "reports: {0}/index.html, {0}/report.json, {0}/junit.xml",
-        args.report_dir.display()
-    );
+    report::publish(&run, &args.report_dir)?;
     let reference_failed = results
         .iter()
         .any(|r| r.driver == "reference" && r.outcome == runner::Outcome::Fail);

@@ -2,6 +2,8 @@
 
 use super::cases::Case;
 use super::runner::{CaseResult, Driver, Outcome};
+use cqlframe::format::Format;
+use cqlframe::frame_decoder::Frame;
 use serde_json::json;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -82,6 +84,46 @@ pub fn console(run: &Run) -> String {
         );
     }
     s
+}
+
+/// Prints the matrix, writes every report under `dir`, and says where they are.
+pub fn publish(run: &Run, dir: &Path) -> std::io::Result<()> {
+    println!("{}", console(run));
+    write_all(run, dir)?;
+    println!(
+        "reports: {0}/index.html, {0}/report.json, {0}/junit.xml",
+        dir.display()
+    );
+    Ok(())
+}
+
+/// One frame as the wire logs show it: offset, flag, lengths, checksum bit, both checks, and
+/// the reserved bits when set.
+pub fn frame_line(f: &Frame<'_>) -> String {
+    let h = f.header;
+    let uncompressed = if h.format == Format::Lz4 {
+        format!(" (uncompressed {})", h.uncompressed_length)
+    } else {
+        String::new()
+    };
+    let reserved = if h.reserved != 0 {
+        format!(" reserved={:#x}", h.reserved)
+    } else {
+        String::new()
+    };
+    format!(
+        "frame @{} {} payload {}{uncompressed} ck={} crc24={:06x} trailer={:08x}{reserved}",
+        f.offset,
+        if h.self_contained {
+            "self-contained"
+        } else {
+            "part-of-sequence"
+        },
+        h.payload_length,
+        u8::from(h.checksum_bit),
+        h.crc24,
+        f.payload_checksum,
+    )
 }
 
 pub fn write_all(run: &Run, dir: &Path) -> std::io::Result<()> {

@@ -451,25 +451,7 @@ impl Conn {
                 }
                 ConnectionEvent::Frame(frame) => {
                     let h = frame.header;
-                    frame_lines.push(format!(
-                        "frame @{} {} payload {}{} ck={} crc24={:06x} trailer={:08x}{}",
-                        frame.offset,
-                        if h.self_contained { "self-contained" } else { "part-of-sequence" },
-                        h.payload_length,
-                        if h.format == Format::Lz4 {
-                            format!(" (uncompressed {})", h.uncompressed_length)
-                        } else {
-                            String::new()
-                        },
-                        u8::from(h.checksum_bit),
-                        h.crc24,
-                        frame.payload_checksum,
-                        if h.reserved != 0 {
-                            format!(" reserved={:#x}", h.reserved)
-                        } else {
-                            String::new()
-                        }
-                    ));
+                    frame_lines.push(super::report::frame_line(frame));
                     if h.reserved != 0 {
                         let rule = if h.format == Format::Lz4 { "FMT-10" } else { "FMT-6" };
                         checks.push((
@@ -930,29 +912,7 @@ impl Conn {
                 let mut lines = Vec::new();
                 let r = mirror.decode(bytes, &mut |event| {
                     match event {
-                        Event::Frame(f) => lines.push(format!(
-                            "frame @{} {} payload {}{} ck={} crc24={:06x} trailer={:08x}{}",
-                            f.offset,
-                            if f.header.self_contained {
-                                "self-contained"
-                            } else {
-                                "part-of-sequence"
-                            },
-                            f.header.payload_length,
-                            if f.header.format == Format::Lz4 {
-                                format!(" (uncompressed {})", f.header.uncompressed_length)
-                            } else {
-                                String::new()
-                            },
-                            u8::from(f.header.checksum_bit),
-                            f.header.crc24,
-                            f.payload_checksum,
-                            if f.header.reserved != 0 {
-                                format!(" reserved={:#x}", f.header.reserved)
-                            } else {
-                                String::new()
-                            }
-                        )),
+                        Event::Frame(f) => lines.push(super::report::frame_line(f)),
                         Event::Envelope(_) => {}
                     }
                     Ok(())

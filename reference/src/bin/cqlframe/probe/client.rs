@@ -7,7 +7,7 @@ use cqlframe::connection::{Connection, ConnectionEvent, Role};
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::encoder::{FrameEncoder, SplitPolicy};
 use cqlframe::envelope::{envelope_bytes, opcode_name, EnvelopeHeader, Opcode, FLAG_USE_BETA};
-use cqlframe::format::{Format, FrameSettings};
+use cqlframe::format::FrameSettings;
 use std::collections::VecDeque;
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
@@ -238,22 +238,9 @@ impl Probe {
                         lines.push(describe(&envelope.header, envelope.body, true));
                         inbox.push_back((envelope.header, envelope.body.to_vec(), true));
                     }
-                    ConnectionEvent::Frame(f) => lines.push(format!(
-                        "frame @{} {} payload {}{} ck={}",
-                        f.offset,
-                        if f.header.self_contained {
-                            "self-contained"
-                        } else {
-                            "part-of-sequence"
-                        },
-                        f.header.payload_length,
-                        if f.header.format == Format::Lz4 {
-                            format!(" (uncompressed {})", f.header.uncompressed_length)
-                        } else {
-                            String::new()
-                        },
-                        u8::from(f.header.checksum_bit)
-                    )),
+                    ConnectionEvent::Frame(f) => {
+                        lines.push(crate::conformance::report::frame_line(f))
+                    }
                     ConnectionEvent::Rejected { error, .. } => return Err(error),
                     ConnectionEvent::Switched { offset, negotiated } => lines.push(format!(
                         "switch at byte {offset}: v{} {} {}",

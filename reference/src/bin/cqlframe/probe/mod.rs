@@ -293,12 +293,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         results: &results,
         seconds: started.elapsed().as_secs_f64(),
     };
-    println!("{}", report::console(&run));
-    report::write_all(&run, &args.report_dir)?;
-    println!(
-        "reports: {0}/index.html, {0}/report.json, {0}/junit.xml",
-        args.report_dir.display()
-    );
+    report::publish(&run, &args.report_dir)?;
     if !unexpected.is_empty() {
         eprintln!(
             "probe: FAIL outside the known deviations: {}",
