@@ -16,31 +16,8 @@ package.path = root .. "/wireshark/?.lua;" .. root .. "/wireshark/tests/lib/?.lu
 
 local framing = require("cqlframe.framing")
 local json = require("json")
-local sha256_raw = require("sha256")
-local sha_memo = {}
-local function sha256(data)  -- the same large contents are compared many times
-    local h = sha_memo[data]
-    if h == nil then h = sha256_raw(data); sha_memo[data] = h end
-    return h
-end
-
-local passed, failed = 0, 0
-local function check(ok, what)
-    if ok then passed = passed + 1 else failed = failed + 1; print("FAIL " .. what) end
-end
-
-local function read(path)
-    local f = assert(io.open(path, "rb"))
-    local s = f:read("*a")
-    f:close()
-    return s
-end
-local function hex(s) return (s:gsub(".", function(c) return string.format("%02x", c:byte()) end)) end
-local function same(blob, data)
-    if blob.length ~= #data then return false end
-    if blob.hex then return blob.hex == hex(data) end
-    return blob.sha256 == sha256(data)
-end
+local t = require("harness")
+local check, read, same = t.check, t.read, t.same
 
 -- A receiver for one direction: feed(bytes) any number of times, then finish().
 local function receiver(conv, key, opts)
@@ -172,5 +149,4 @@ for _, case in ipairs(manifest.cases) do
     end
 end
 
-print(string.format("framing (%s): %d passed, %d failed", _VERSION, passed, failed))
-os.exit(failed == 0 and 0 or 1)
+t.finish("framing")

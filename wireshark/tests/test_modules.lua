@@ -19,35 +19,8 @@ package.path = root .. "/wireshark/?.lua;" .. root .. "/wireshark/tests/lib/?.lu
 local crc = require("cqlframe.crc")
 local lz4 = require("cqlframe.lz4")
 local json = require("json")
-local sha256_raw = require("sha256")
-local sha_memo = {}
-local function sha256(data)  -- the same large contents are compared many times
-    local h = sha_memo[data]
-    if h == nil then h = sha256_raw(data); sha_memo[data] = h end
-    return h
-end
-
-local passed, failed = 0, 0
-local function check(ok, what)
-    if ok then passed = passed + 1 else failed = failed + 1; print("FAIL " .. what) end
-end
-
-local function read(path)
-    local f = assert(io.open(path, "rb"))
-    local s = f:read("*a")
-    f:close()
-    return s
-end
-
-local function hex(s)
-    return (s:gsub(".", function(c) return string.format("%02x", c:byte()) end))
-end
-
-local function same(blob, data)
-    if blob.length ~= #data then return false end
-    if blob.hex then return blob.hex == hex(data) end
-    return blob.sha256 == sha256(data)
-end
+local t = require("harness")
+local check, read, hex, sha256, same = t.check, t.read, t.hex, t.sha256, t.same
 
 local manifest = json.decode(read(root .. "/vectors/manifest.json"))
 
@@ -127,5 +100,4 @@ check(crc.crc32c("123456789") == 0xE3069283, "crc32c check value")
 check(crc.crc32("") == 0x44777ED3, "seeded crc32 of the empty payload")
 check(crc.crc32_unseeded("123456789") == 0xCBF43926, "plain crc32 check value")
 
-print(string.format("modules (%s): %d passed, %d failed", _VERSION, passed, failed))
-os.exit(failed == 0 and 0 or 1)
+t.finish("modules")
