@@ -162,7 +162,7 @@ fn decode(c: &mut Criterion) {
         let mut decoder = Decoder::new(case.settings(), 16 << 20);
         let mut envelopes = 0usize;
         decoder
-            .decode(input, &mut |e| {
+            .decode(input, |e| {
                 if let Event::Envelope(env) = e {
                     assert_eq!(env.body.len() + 9, case.size);
                     envelopes += 1;
@@ -176,7 +176,7 @@ fn decode(c: &mut Criterion) {
             b.iter(|| {
                 let mut bytes = 0usize;
                 decoder
-                    .decode(black_box(input), &mut |e| {
+                    .decode(black_box(input), |e| {
                         if let Event::Envelope(env) = e {
                             bytes += env.body.len();
                         }
@@ -194,7 +194,7 @@ fn decode(c: &mut Criterion) {
                         let mut bytes = 0usize;
                         for chunk in black_box(input).chunks(CHUNK) {
                             decoder
-                                .decode(chunk, &mut |e| {
+                                .decode(chunk, |e| {
                                     if let Event::Envelope(env) = e {
                                         bytes += env.body.len();
                                     }
@@ -213,7 +213,7 @@ fn decode(c: &mut Criterion) {
                     b.iter(|| {
                         let mut bytes = 0usize;
                         frames
-                            .decode(black_box(input), &mut |f| {
+                            .decode(black_box(input), |f| {
                                 bytes += f.content.len();
                                 Ok(())
                             })
@@ -405,7 +405,7 @@ fn raw(c: &mut Criterion) {
                 let mut decoder = FrameDecoder::new(case.settings());
                 let mut deltas = Vec::new();
                 decoder
-                    .decode(input.get(), &mut |f| {
+                    .decode(input.get(), |f| {
                         let d =
                             (f.content.as_ptr() as usize).wrapping_sub(f.payload.as_ptr() as usize);
                         deltas.push(d % PAGE);

@@ -104,7 +104,7 @@ fn main() {
             continue;
         }
         decoder
-            .decode(&read[..n], &mut |e| {
+            .decode(&read[..n], |e| {
                 if let Event::Envelope(env) = e {
                     delivered += 1;
                     body_bytes += env.body.len() as u64;

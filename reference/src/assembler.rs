@@ -44,17 +44,28 @@ impl EnvelopeAssembler {
     }
 
     /// Takes one verified frame; calls `emit` for each envelope it completes, in order (RECV-13).
-    pub fn push(
+    /// Generic over `emit` so that the self-contained path, the common one, inlines into the
+    /// frame loop; a sequence goes through [`push_continuation`](Self::push_continuation).
+    #[inline(always)]
+    pub fn push<F>(&mut self, frame: &Frame<'_>, mut emit: F) -> Result<(), FramingError>
+    where
+        F: FnMut(Envelope<'_>) -> Result<(), FramingError>,
+    {
+        if frame.header.self_contained && self.sequence.is_none() {
+            return self.split_self_contained(frame, &mut emit);
+        }
+        self.push_continuation(frame, &mut emit)
+    }
+
+    /// A frame of a non-self-contained sequence, or a self-contained one that interrupts it.
+    fn push_continuation(
         &mut self,
         frame: &Frame<'_>,
         emit: &mut dyn FnMut(Envelope<'_>) -> Result<(), FramingError>,
     ) -> Result<(), FramingError> {
         let fail = |kind| FramingError::new(kind, frame.offset);
         if frame.header.self_contained {
-            if self.sequence.is_some() {
-                return Err(fail(ErrorKind::SequenceInterrupted));
-            }
-            return self.split_self_contained(frame, emit);
+            return Err(fail(ErrorKind::SequenceInterrupted));
         }
         if frame.content.is_empty() {
             return Err(fail(ErrorKind::EmptyContinuation));
@@ -116,30 +127,22 @@ impl EnvelopeAssembler {
     /// SEND-2 / RECV-5: a self-contained frame holds whole envelopes only. The whole content is
     /// checked before any envelope of it is delivered, so a bad frame delivers nothing (ERR-2);
     /// the second pass reads the headers again rather than allocating a list of them.
-    fn split_self_contained(
-        &self,
-        frame: &Frame<'_>,
-        emit: &mut dyn FnMut(Envelope<'_>) -> Result<(), FramingError>,
-    ) -> Result<(), FramingError> {
+    #[inline(always)]
+    fn split_self_contained<F>(&self, frame: &Frame<'_>, emit: &mut F) -> Result<(), FramingError>
+    where
+        F: FnMut(Envelope<'_>) -> Result<(), FramingError>,
+    {
         let content = frame.content;
         let mut at = 0;
         while at < content.len() {
             let rest = &content[at..];
-            let partial = |needed: usize| {
-                let kind = ErrorKind::PartialEnvelope {
-                    needed: needed as u64,
-                    available: rest.len() as u64,
-                };
-                FramingError::new(kind, frame.offset)
+            let body = match rest.get(..ENVELOPE_HEADER_LEN) {
+                Some(header) => match checked_body_len(&parse_header(header), self.max_body) {
+                    Ok(body) if body <= rest.len() - ENVELOPE_HEADER_LEN => body,
+                    other => return Err(self_contained_error(frame, rest, other)),
+                },
+                None => return Err(self_contained_error(frame, rest, Ok(0))),
             };
-            if rest.len() < ENVELOPE_HEADER_LEN {
-                return Err(partial(ENVELOPE_HEADER_LEN));
-            }
-            let body = checked_body_len(&parse_header(rest), self.max_body)
-                .map_err(|kind| FramingError::new(kind, frame.offset))?;
-            if rest.len() < ENVELOPE_HEADER_LEN + body {
-                return Err(partial(ENVELOPE_HEADER_LEN + body));
-            }
             at += ENVELOPE_HEADER_LEN + body;
         }
         let mut rest = content;
@@ -156,7 +159,30 @@ impl EnvelopeAssembler {
     }
 }
 
-#[inline]
+/// Why the envelope at `rest` does not fit its self-contained frame: an invalid length, or
+/// (`Ok(body)`) a header or body that runs past the content (RECV-5).
+#[cold]
+#[inline(never)]
+fn self_contained_error(
+    frame: &Frame<'_>,
+    rest: &[u8],
+    body: Result<usize, ErrorKind>,
+) -> FramingError {
+    let kind = match body {
+        Err(kind) => kind,
+        Ok(_) if rest.len() < ENVELOPE_HEADER_LEN => ErrorKind::PartialEnvelope {
+            needed: ENVELOPE_HEADER_LEN as u64,
+            available: rest.len() as u64,
+        },
+        Ok(body) => ErrorKind::PartialEnvelope {
+            needed: (ENVELOPE_HEADER_LEN + body) as u64,
+            available: rest.len() as u64,
+        },
+    };
+    FramingError::new(kind, frame.offset)
+}
+
+#[inline(always)]
 fn parse_header(bytes: &[u8]) -> EnvelopeHeader {
     let mut h = [0u8; ENVELOPE_HEADER_LEN];
     h.copy_from_slice(&bytes[..ENVELOPE_HEADER_LEN]);

@@ -536,7 +536,7 @@ fn receive_framed(
             0
         };
     let mut frame_offset = 0;
-    decoder.decode(input, &mut |event| match event {
+    decoder.decode(input, |event| match event {
         Event::Frame(frame) => {
             frame_offset = frame.offset;
             on_event(ConnectionEvent::Frame(frame))

@@ -38,16 +38,19 @@ impl Decoder {
     }
 
     /// Feeds bytes in any chunking; the events are the same for every chunking.
-    pub fn decode(
-        &mut self,
-        input: &[u8],
-        on_event: &mut dyn FnMut(Event<'_>) -> Result<(), FramingError>,
-    ) -> Result<(), FramingError> {
+    pub fn decode<F>(&mut self, input: &[u8], mut on_event: F) -> Result<(), FramingError>
+    where
+        F: FnMut(Event<'_>) -> Result<(), FramingError>,
+    {
         let envelopes = &mut self.envelopes;
-        self.frames.decode(input, &mut |frame| {
-            on_event(Event::Frame(&frame))?;
-            envelopes.push(&frame, &mut |envelope| on_event(Event::Envelope(envelope)))
-        })
+        self.frames.decode(
+            input,
+            #[inline(always)]
+            |frame| {
+                on_event(Event::Frame(&frame))?;
+                envelopes.push(&frame, |envelope| on_event(Event::Envelope(envelope)))
+            },
+        )
     }
 
     /// Declares the end of the stream: a frame or sequence left incomplete is an error (RECV-9).

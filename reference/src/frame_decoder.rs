@@ -75,15 +75,15 @@ impl FrameDecoder {
 
     /// Feeds bytes; calls `on_frame` for each frame they complete. After an error, every later
     /// call fails too (RECV-11).
-    pub fn decode(
-        &mut self,
-        input: &[u8],
-        on_frame: &mut dyn FnMut(Frame<'_>) -> Result<(), FramingError>,
-    ) -> Result<(), FramingError> {
+    /// Generic over the callback so that it inlines into the frame loop.
+    pub fn decode<F>(&mut self, input: &[u8], mut on_frame: F) -> Result<(), FramingError>
+    where
+        F: FnMut(Frame<'_>) -> Result<(), FramingError>,
+    {
         if self.failed {
             return Err(FramingError::new(ErrorKind::AfterError, self.offset));
         }
-        let result = self.decode_inner(input, on_frame);
+        let result = self.decode_inner(input, &mut on_frame);
         self.failed = result.is_err();
         result
     }
@@ -117,11 +117,11 @@ impl FrameDecoder {
         ))
     }
 
-    fn decode_inner(
-        &mut self,
-        mut input: &[u8],
-        on_frame: &mut dyn FnMut(Frame<'_>) -> Result<(), FramingError>,
-    ) -> Result<(), FramingError> {
+    #[inline(always)]
+    fn decode_inner<F>(&mut self, mut input: &[u8], on_frame: &mut F) -> Result<(), FramingError>
+    where
+        F: FnMut(Frame<'_>) -> Result<(), FramingError>,
+    {
         let hlen = self.settings.format.header_len();
         if !self.pending.is_empty() {
             if self.pending_header.is_none() {
@@ -177,22 +177,31 @@ impl FrameDecoder {
     }
 
     /// RECV-1 then RECV-3: nothing in the header is used before its CRC24 verifies.
-    #[inline]
+    #[inline(always)]
     fn read_header(&self, bytes: &[u8]) -> Result<FrameHeader, FramingError> {
-        let fail = |kind| FramingError::new(kind, self.offset);
-        let header = FrameHeader::read(self.settings.format, bytes).map_err(fail)?;
-        if header.checksum_bit != self.settings.checksum_bit() {
-            return Err(fail(ErrorKind::ChecksumBitMismatch {
+        match FrameHeader::read(self.settings.format, bytes) {
+            Ok(header) if header.checksum_bit == self.settings.checksum_bit() => Ok(header),
+            other => Err(self.header_error(other)),
+        }
+    }
+
+    /// The error for a header [`read_header`](Self::read_header) refused; out of the hot path.
+    #[cold]
+    #[inline(never)]
+    fn header_error(&self, read: Result<FrameHeader, ErrorKind>) -> FramingError {
+        let kind = match read {
+            Err(kind) => kind,
+            Ok(header) => ErrorKind::ChecksumBitMismatch {
                 bit: header.checksum_bit,
                 negotiated: self.settings.checksum,
-            }));
-        }
-        Ok(header)
+            },
+        };
+        FramingError::new(kind, self.offset)
     }
 }
 
 /// Verifies the payload checksum of a whole frame in `bytes`, then decodes its content.
-#[inline]
+#[inline(always)]
 fn open_frame<'a>(
     settings: FrameSettings,
     scratch: &'a mut Vec<u8>,
@@ -200,22 +209,18 @@ fn open_frame<'a>(
     bytes: &'a [u8],
     offset: u64,
 ) -> Result<Frame<'a>, FramingError> {
-    let fail = |kind| FramingError::new(kind, offset);
     let hlen = header.format.header_len();
     let payload = &bytes[hlen..hlen + header.payload_length as usize];
     let trailer = &bytes[hlen + payload.len()..];
     let found = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
     let computed = settings.checksum.compute(payload);
     if found != computed {
-        return Err(fail(ErrorKind::PayloadChecksumMismatch {
-            algorithm: settings.checksum,
-            found,
-            computed,
-        }));
+        return Err(payload_checksum_error(settings, found, computed, offset));
     }
     let content = match header.format {
         Format::Lz4 if header.uncompressed_length != 0 => {
-            decompress(payload, header.uncompressed_length, scratch).map_err(fail)?;
+            decompress(payload, header.uncompressed_length, scratch)
+                .map_err(|kind| FramingError::new(kind, offset))?;
             &scratch[..]
         }
         _ => payload,
@@ -227,6 +232,23 @@ fn open_frame<'a>(
         payload_checksum: found,
         content,
     })
+}
+
+#[cold]
+#[inline(never)]
+fn payload_checksum_error(
+    settings: FrameSettings,
+    found: u32,
+    computed: u32,
+    offset: u64,
+) -> FramingError {
+    let algorithm = settings.checksum;
+    let kind = ErrorKind::PayloadChecksumMismatch {
+        algorithm,
+        found,
+        computed,
+    };
+    FramingError::new(kind, offset)
 }
 
 /// Decompresses one raw LZ4 block into exactly `declared` bytes, never writing past them (LZ4-4).

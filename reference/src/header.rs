@@ -88,7 +88,7 @@ impl FrameHeader {
 
     /// Reads a header from the first `format.header_len()` bytes of `bytes`, which must be
     /// that long. The CRC24 is checked before any field is trusted (RECV-1).
-    #[inline]
+    #[inline(always)]
     pub fn read(format: Format, bytes: &[u8]) -> Result<FrameHeader, ErrorKind> {
         let (ulen_shift, sc_bit, ck_bit, rsv_shift, rsv_width, n) = Self::layout(format);
         // Fixed-size loads: the header is 6 or 8 bytes, and `bytes` holds at least that many.

@@ -93,7 +93,7 @@ impl Transcript {
         let mut t = Transcript::default();
         let mut result = Ok(());
         for chunk in chunks {
-            result = decoder.decode(chunk, &mut |event| {
+            result = decoder.decode(chunk, |event| {
                 match event {
                     Event::Frame(frame) => t.frames.push(FrameRecord::of(frame)),
                     Event::Envelope(envelope) => t.envelopes.push(EnvelopeRecord::of(&envelope)),

@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
     let mut next_offset = 0u64;
     let mut contents = Vec::new();
     let mut envelopes: Vec<Vec<u8>> = Vec::new();
-    let result = decoder.decode(input.stream, &mut |event| {
+    let result = decoder.decode(input.stream, |event| {
         match event {
             Event::Frame(frame) => {
                 let h = frame.header;
@@ -58,7 +58,7 @@ fuzz_target!(|data: &[u8]| {
         assert_ne!(e.kind, ErrorKind::AfterError, "first error is AfterError");
         // RECV-11: nothing decodes after an error, whatever follows.
         for more in [&[][..], input.stream, &[0u8; 16][..]] {
-            let again = decoder.decode(more, &mut |_| panic!("event after an error"));
+            let again = decoder.decode(more, |_| panic!("event after an error"));
             assert!(
                 matches!(again, Err(ref e) if e.kind == ErrorKind::AfterError),
                 "RECV-11: {again:?}"
@@ -84,7 +84,7 @@ fuzz_target!(|data: &[u8]| {
     let mut decoder = Decoder::new(settings, input.max_body);
     let mut again = Vec::new();
     decoder
-        .decode(&wire, &mut |event| {
+        .decode(&wire, |event| {
             if let Event::Envelope(envelope) = event {
                 again.push(envelope.to_bytes());
             }

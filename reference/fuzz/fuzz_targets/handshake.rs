@@ -150,7 +150,7 @@ impl Driver {
                 let mut decoder = Decoder::new(n.settings, u32::MAX);
                 let mut envelopes = Vec::new();
                 decoder
-                    .decode(&bytes, &mut |event| {
+                    .decode(&bytes, |event| {
                         if let Event::Envelope(e) = event {
                             envelopes.push(e.to_bytes());
                         }
@@ -193,7 +193,7 @@ impl Driver {
         let mut decoder = Decoder::new(n.settings, self.max_body);
         let mut decoded = Vec::new();
         decoder
-            .decode(&self.framed_wire, &mut |event| {
+            .decode(&self.framed_wire, |event| {
                 if let Event::Envelope(e) = event {
                     decoded.push(e.to_bytes());
                 }

@@ -657,7 +657,7 @@ impl Analyzer {
         };
         let mut frame_at = 0;
         let response = d == S2C;
-        let result = decoder.decode(bytes, &mut |event| {
+        let result = decoder.decode(bytes, |event| {
             match event {
                 Event::Frame(f) => {
                     frame_at = f.offset;

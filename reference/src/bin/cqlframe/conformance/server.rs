@@ -910,7 +910,7 @@ impl Conn {
         if let Some(mirror) = &mut self.mirror {
             if !self.mirror_failed {
                 let mut lines = Vec::new();
-                let r = mirror.decode(bytes, &mut |event| {
+                let r = mirror.decode(bytes, |event| {
                     match event {
                         Event::Frame(f) => lines.push(super::report::frame_line(f)),
                         Event::Envelope(_) => {}

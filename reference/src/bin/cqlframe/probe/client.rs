@@ -352,7 +352,7 @@ pub fn decode_as(
 ) -> Result<Vec<(EnvelopeHeader, Vec<u8>)>, String> {
     let mut d = Decoder::new(settings, 256 << 20);
     let mut out = Vec::new();
-    d.decode(bytes, &mut |event| {
+    d.decode(bytes, |event| {
         if let Event::Envelope(e) = event {
             out.push((e.header, e.body.to_vec()));
         }
