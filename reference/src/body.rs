@@ -107,6 +107,17 @@ pub fn error(code: i32, message: &str) -> Vec<u8> {
     out
 }
 
+/// Encodes a TOPOLOGY_CHANGE EVENT body: the event type, the change, then the node's [inet]
+/// (a length byte, the address, an [int] port).
+pub fn topology_change(change: &str, node: std::net::SocketAddrV4) -> Vec<u8> {
+    let mut out = string("TOPOLOGY_CHANGE");
+    write_string(&mut out, change);
+    out.push(4);
+    out.extend_from_slice(&node.ip().octets());
+    out.extend_from_slice(&i32::from(node.port()).to_be_bytes());
+    out
+}
+
 /// ERROR code of a protocol violation.
 pub const PROTOCOL_ERROR: i32 = 0x000A;
 
@@ -127,5 +138,11 @@ mod tests {
             (10, "bad".into())
         );
         assert!(read_string_map(&[0, 1, 0, 5, b'a']).is_err());
+        let node = std::net::SocketAddrV4::new([10, 0, 0, 7].into(), 9042);
+        assert_eq!(
+            hex::encode(topology_change("NEW_NODE", node)),
+            "000f544f504f4c4f47595f4348414e47450008\
+             4e45575f4e4f4445040a00000700002352"
+        );
     }
 }

@@ -452,7 +452,10 @@ fn violations() -> Vec<Case> {
         0,
         -1,
         Opcode::Event,
-        &body::string_map(&[("TOPOLOGY_CHANGE", "NEW_NODE")]),
+        &body::topology_change(
+            "NEW_NODE",
+            std::net::SocketAddrV4::new([10, 0, 0, 7].into(), 9042),
+        ),
     );
     let plain =
         |client: Vec<u8>, server: Vec<u8>, client_switch, server_switch, responds_after| Session {
