@@ -38,6 +38,31 @@ impl Decoder {
     }
 
     /// Feeds bytes in any chunking; the events are the same for every chunking.
+    ///
+    /// ```
+    /// use cqlframe::checksum::PayloadChecksum;
+    /// use cqlframe::decoder::{Decoder, Event};
+    /// use cqlframe::{Format, FrameSettings};
+    ///
+    /// let settings = FrameSettings::new(Format::Uncompressed, PayloadChecksum::Crc32c);
+    /// let mut decoder = Decoder::new(settings, 16 << 20);
+    /// // One self-contained frame carrying an OPTIONS request (stream 1, empty body).
+    /// let mut wire = Vec::new();
+    /// cqlframe::encoder::FrameEncoder::new(settings, cqlframe::encoder::SplitPolicy::DRIVERS)
+    ///     .write_envelopes([&[5u8, 0, 0, 1, 5, 0, 0, 0, 0][..]], &mut wire);
+    /// let mut opcodes = Vec::new();
+    /// for chunk in wire.chunks(3) {
+    ///     decoder.decode(chunk, |event| {
+    ///         if let Event::Envelope(e) = event {
+    ///             opcodes.push(e.header.opcode);
+    ///         }
+    ///         Ok(())
+    ///     })?;
+    /// }
+    /// decoder.finish()?;
+    /// assert_eq!(opcodes, [5]);
+    /// # Ok::<(), cqlframe::error::FramingError>(())
+    /// ```
     pub fn decode<F>(&mut self, input: &[u8], mut on_event: F) -> Result<(), FramingError>
     where
         F: FnMut(Event<'_>) -> Result<(), FramingError>,
