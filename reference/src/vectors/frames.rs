@@ -254,26 +254,23 @@ fn valid(c: &mut Cases, s: FrameSettings) {
     );
 
     let big = result(3, 300_000);
-    let mut drivers = Vec::new();
-    FrameEncoder::new(s, SplitPolicy::DRIVERS).write_envelopes([big.as_slice()], &mut drivers);
-    c.add(
-        s,
-        "sequence-split-131071",
-        "A 300009-byte envelope split into 131071-byte pieces, as the drivers do.",
-        &with(&["SEND-3", "SEND-7", "RECV-6"]),
-        None,
-        drivers,
-    );
-    let mut server = Vec::new();
-    FrameEncoder::new(s, SplitPolicy::SERVER).write_envelopes([big.as_slice()], &mut server);
-    c.add(
-        s,
-        "sequence-split-131060",
-        "The same envelope split into 131060-byte pieces, as Cassandra's server does.",
-        &with(&["SEND-3", "SEND-7", "RECV-6"]),
-        None,
-        server,
-    );
+    for (policy, name, description) in [
+        (
+            SplitPolicy::DRIVERS,
+            "sequence-split-131071",
+            "A 300009-byte envelope split into 131071-byte pieces, as the drivers do.",
+        ),
+        (
+            SplitPolicy::SERVER,
+            "sequence-split-131060",
+            "The same envelope split into 131060-byte pieces, as Cassandra's server does.",
+        ),
+    ] {
+        let mut wire = Vec::new();
+        FrameEncoder::new(s, policy).write_envelopes([big.as_slice()], &mut wire);
+        let rules = with(&["SEND-3", "SEND-7", "RECV-6"]);
+        c.add(s, name, description, &rules, None, wire);
+    }
     let exact = result(4, 2 * MAX_PAYLOAD - 9);
     c.add(
         s,
