@@ -65,6 +65,9 @@ cargo run --release -q -p cqlframe -- conformance --quick
 step "live Apache Cassandra 5.0 (Maven Central): cqlframe probe (known deviations in cassandra/deviations.toml), a Python-driver workload captured and checked by cqlframe check and the Lua dissector"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" cassandra/run.sh
 
+step "benchmarks: reference/benches/run.sh --smoke (every implementation of the side-by-side table still produces every cell; the timings of so short a run mean nothing)"
+reference/benches/run.sh --smoke >/dev/null
+
 step "reference: fuzzing (${FUZZ_SECONDS:-20} s per target)"
 reference/fuzz/run.sh "${FUZZ_SECONDS:-20}"
 

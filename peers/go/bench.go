@@ -121,9 +121,10 @@ func main() {
 	dataDir := flag.String("data", "build/bench/data", "benchmark inputs (gen_data.py)")
 	out := flag.String("out", "", "JSON results file (default: stdout)")
 	runs := flag.Int("runs", 5, "testing.Benchmark runs per case (the median is reported)")
+	benchtime := flag.String("benchtime", "300ms", "time per testing.Benchmark run")
 	flag.Parse()
 	testing.Init()
-	flag.Set("test.benchtime", "300ms")
+	flag.Set("test.benchtime", *benchtime)
 
 	raw, err := os.ReadFile(filepath.Join(*dataDir, "manifest.json"))
 	if err != nil {

@@ -16,7 +16,7 @@ each case, `stream-*.bin` is one frame repeated. All the work timed is driver co
   what `SegmentCodec.encode` does per piece).
 
 The driver has no CRC32C: those cases are skipped. Each case is timed `--runs` times with
-`timeit` (auto-ranged to at least 0.2 s per run); the median is reported, all runs listed.
+`timeit` (auto-ranged to at least 0.2 s per run, `--min-seconds`); the median is reported, all runs listed.
 """
 import argparse
 import io
@@ -58,13 +58,13 @@ def decode_stream(conn, reads):
         conn.process_io_buffer()
 
 
-def measure(fn, runs):
+def measure(fn, runs, min_seconds):
     timer = timeit.Timer(fn)
     number, _ = timer.autorange()
     number = max(number, 1)
-    while True:  # autorange stops at 0.2 s total; make each run at least 0.2 s
+    while True:  # autorange stops at 0.2 s total; make each run at least min_seconds
         t = timer.timeit(number)
-        if t >= 0.2:
+        if t >= min_seconds:
             break
         number *= 2
     per = [t / number]
@@ -78,6 +78,7 @@ def main(argv):
     ap.add_argument("--data", required=True)
     ap.add_argument("--out")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--min-seconds", type=float, default=0.2, help="shortest run")
     args = ap.parse_args(argv)
     with open(os.path.join(args.data, "manifest.json")) as f:
         manifest = json.load(f)
@@ -119,7 +120,7 @@ def main(argv):
             ("decode", lambda: decode_stream(conn, reads), frames),
             ("encode", encode, 1),
         ):
-            runs = [t * 1e9 / per_call_frames for t in measure(fn, args.runs)]
+            runs = [t * 1e9 / per_call_frames for t in measure(fn, args.runs, args.min_seconds)]
             r = {"impl": "python", "op": op, "format": fmt, "checksum": "crc32", "size": size,
                  "ns_per_frame": statistics.median(runs), "runs_ns_per_frame": runs}
             print("  python %s %s-crc32/%d: %.0f ns/frame" % (op, fmt, size, r["ns_per_frame"]), file=sys.stderr)

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Collects one run of reference/benches/run.sh into a Markdown table and results.json.
 
-    report.py BUILD_BENCH_DIR CRITERION_DIR
+    report.py BUILD_BENCH_DIR CRITERION_DIR [--check]
 
 Reads criterion's estimates (ours, cassandra-protocol, raw baselines), java.json (JMH),
 python.json, go.json, memory.jsonl and the manifest of inputs. Every time is the median of its
 runs, as ns per frame; GB/s is payload (content) bytes per second, 1e9 decimal; "x" is the
 peer's time over ours (how many times faster ours is). Prints the Markdown and writes
-BUILD_BENCH_DIR/results.md and results.json.
+BUILD_BENCH_DIR/results.md and results.json. With --check (run.sh --smoke), exits 1 if any
+implementation is missing a cell it should have: the table is complete, whatever the timings.
 """
 import json
 import os
@@ -63,7 +64,7 @@ def machine():
     }
 
 
-def main(out_dir, crit):
+def main(out_dir, crit, check=False):
     manifest = load(os.path.join(out_dir, "data", "manifest.json"))
     if not manifest:
         sys.exit("no inputs in %s/data: run reference/benches/run.sh" % out_dir)
@@ -219,7 +220,8 @@ def main(out_dir, crit):
     except OSError:
         pass
     if memory:
-        md.append("### memory: decoding a 1 GiB stream in 64 KiB reads (peak RSS, /usr/bin/time -v)\n")
+        md.append("### memory: decoding a %s stream in 64 KiB reads (peak RSS, /usr/bin/time -v)\n"
+                  % fmt_bytes(memory[0]["bytes"]))
         md.append("| stream | peak RSS | decode rate |")
         md.append("|---|---:|---:|")
         for m in memory:
@@ -257,6 +259,31 @@ def main(out_dir, crit):
     }
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(doc, f, indent=1)
+    if check:
+        missing = missing_cells(ns, cases, memory)
+        for m in missing:
+            print("missing: %s" % m, file=sys.stderr)
+        print("bench check: %d cells, %d missing" % (len(ns), len(missing)), file=sys.stderr)
+        if missing:
+            sys.exit(1)
+
+
+def fmt_bytes(n):
+    return "%.0f GiB" % (n / 2**30) if n >= 2**30 else "%.0f MiB" % (n / 2**20)
+
+
+def missing_cells(ns, cases, memory):
+    """The cells a complete run has and this one lacks: every format, checksum and size for
+    ours; the CRC32 ones (the only checksum they have) for every peer; the memory runs."""
+    missing = []
+    for impl in IMPLS:
+        for op in ("decode", "encode"):
+            for (fmt, ck, size) in cases:
+                if (impl == "ours" or ck == "crc32") and (impl, op, fmt, ck, size) not in ns:
+                    missing.append("%s %s %s %s %d" % (impl, op, fmt, ck, size))
+    if len(memory) != 3:
+        missing.append("memory: %d of 3 runs" % len(memory))
+    return missing
 
 
 def fmt_ns(v):
@@ -274,4 +301,4 @@ def fmt_ratio(x):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], check="--check" in sys.argv[3:])
