@@ -27,13 +27,7 @@ ksc --version >/dev/null
 
 # --- the runtimes ----------------------------------------------------------------------------
 venv="$cache/venv/kaitai"
-if ! cmp -s kaitai/tests/requirements.txt "$venv/.requirements" 2>/dev/null; then
-    say "installing the Python runtime"
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check -r kaitai/tests/requirements.txt
-    cp kaitai/tests/requirements.txt "$venv/.requirements"
-fi
+tools/python-venv.sh --closed kaitai kaitai/tests/requirements.txt kaitaistruct yaml
 node_dir="$tools/node"
 if ! cmp -s kaitai/tests/package.json "$node_dir/package.json" 2>/dev/null ||
     [ ! -d "$node_dir/node_modules/kaitai-struct" ]; then

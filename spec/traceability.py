@@ -147,13 +147,6 @@ def parse_spec(path: Path) -> Spec:
             i += 1
             continue
 
-        m = BLOCK_ID_RE.match(stripped)
-        if m:
-            anchors.add(m.group(1))
-            pending_id = m.group(1)
-            i += 1
-            continue
-
         m = ANCHOR_LINE_RE.match(stripped)
         if m and RULE_ID_SHAPE_RE.match(m.group(1)):
             rule_id = m.group(1)
@@ -161,6 +154,8 @@ def parse_spec(path: Path) -> Spec:
             i = _parse_rule(lines, i, rule_id, spec, err, seen, xrefs, section_title, section_id)
             pending_id = None
             continue
+        # Any other [[anchor]] line, like a [#id] line, names the next heading.
+        m = m or BLOCK_ID_RE.match(stripped)
         if m:
             anchors.add(m.group(1))
             pending_id = m.group(1)

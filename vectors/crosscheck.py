@@ -29,12 +29,13 @@ The last line is `crosscheck: N passed, M failed`.
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+from checklib import cqlframe_binary, first_difference
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "vectors"
@@ -198,7 +199,7 @@ def compare_encode(case, frame, output, binary):
         expected = (VECTORS / case["input"]["file"]).read_bytes()
         if output == expected:
             return []
-        at = next((i for i, (a, b) in enumerate(zip(output, expected)) if a != b), min(len(output), len(expected)))
+        at = first_difference(output, expected)
         return ["output (%d bytes) differs from the case's bytes (%d) at byte %d: %s vs %s"
                 % (len(output), len(expected), at, output[at:at + 6].hex(), expected[at:at + 6].hex())]
     decoded = reference_decode(binary, case["format"], output)
@@ -219,25 +220,13 @@ def compare_encode(case, frame, output, binary):
 
 # ---------------------------------------------------------------- main
 
-def ensure_binary():
-    binary = Path(os.environ.get("CQLFRAME_BIN", "target/release/cqlframe"))
-    if not binary.is_absolute():
-        binary = ROOT / binary
-    if not binary.exists():
-        print("building %s (cargo build --release -p cqlframe)" % binary, flush=True)
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "cqlframe"], cwd=ROOT, check=True)
-    if not binary.exists():
-        sys.exit("crosscheck: %s not found after the build; set CQLFRAME_BIN" % binary)
-    return binary
-
-
 def main(argv):
     suggest = "--suggest" in argv[1:]
     verbose = "--verbose" in argv[1:]
     started = time.monotonic()
     manifest = json.loads(MANIFEST.read_text())
     known = json.loads(DEVIATIONS.read_text()) if DEVIATIONS.exists() else {}
-    binary = ensure_binary()
+    binary = cqlframe_binary("crosscheck")
     usable, skipped_patterns = chunkings(manifest)
 
     cases = manifest["cases"]

@@ -37,6 +37,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from checklib import Tally, cqlframe_binary, first_difference
+
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "vectors"
 DEFAULT_MSS = 1460
@@ -58,18 +60,6 @@ FIELDS = [
     "_ws.expert.severity",
     "_ws.expert.message",
 ]
-
-
-def cqlframe_binary():
-    binary = Path(os.environ.get("CQLFRAME_BIN", ROOT / "target/release/cqlframe"))
-    if not binary.is_absolute():
-        binary = ROOT / binary
-    if not binary.exists():
-        print("building %s (cargo build --release -p cqlframe)" % binary, flush=True)
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "cqlframe"], cwd=ROOT, check=True)
-    if not binary.exists():
-        sys.exit("test_pcaps: %s not found after the build; set CQLFRAME_BIN" % binary)
-    return binary
 
 
 def tshark_check(path, client, server, mss):
@@ -136,9 +126,8 @@ def tshark_check(path, client, server, mss):
     for node, name, want in [(0, "client", client), (1, "server", server)]:
         got = bytes(data[node])
         if got != want:
-            at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
             problem("%s stream: reassembled %d bytes, case has %d, first difference at %d"
-                    % (name, len(got), len(want), at))
+                    % (name, len(got), len(want), first_difference(got, want)))
     return problems
 
 
@@ -152,20 +141,13 @@ def main(argv):
 
     manifest = json.loads((VECTORS / "manifest.json").read_text())
     sessions = [c for c in manifest["cases"] if c["kind"] == "session"]
-    binary = cqlframe_binary()
-    passed, failed = 0, 0
+    binary = cqlframe_binary("test_pcaps")
+    tally = Tally(args.verbose)
+    report = tally.report
 
-    def report(ok, label, problems=()):
-        nonlocal passed, failed
-        if ok:
-            passed += 1
-            if args.verbose:
-                print("ok   %s" % label)
-        else:
-            failed += 1
-            print("FAIL %s" % label)
-            for p in problems:
-                print("     %s" % p)
+    def write_pcap(cid, out, *options):
+        return subprocess.run([str(binary), "pcap", "--case", cid, "--root", str(ROOT), *options, "-o", str(out)],
+                              capture_output=True, text=True)
 
     present = {p.name for p in (VECTORS / "pcap").glob("*")}
     expected = {c["id"] + ".pcap" for c in sessions}
@@ -185,16 +167,14 @@ def main(argv):
                 continue
             # The command line must write the committed capture at the default MSS.
             again = Path(tmp) / (cid + ".pcap")
-            run = subprocess.run([str(binary), "pcap", "--case", cid, "--root", str(ROOT), "-o", str(again)],
-                                 capture_output=True, text=True)
+            run = write_pcap(cid, again)
             if run.returncode != 0 or again.read_bytes() != committed.read_bytes():
                 report(False, "cqlframe pcap --case %s" % cid,
                        [run.stderr.strip() or "differs from vectors/pcap/%s.pcap" % cid])
             jobs.append((committed.relative_to(ROOT), committed, client, server, DEFAULT_MSS))
             for mss in extra:
                 out = Path(tmp) / ("%s.mss%d.pcap" % (cid, mss))
-                run = subprocess.run([str(binary), "pcap", "--case", cid, "--root", str(ROOT),
-                                      "--mss", str(mss), "-o", str(out)], capture_output=True, text=True)
+                run = write_pcap(cid, out, "--mss", str(mss))
                 if run.returncode != 0:
                     report(False, "cqlframe pcap --case %s --mss %d" % (cid, mss), [run.stderr.strip()])
                     continue
@@ -204,8 +184,7 @@ def main(argv):
         for label, future in futures:
             problems = future.result()
             report(not problems, label, problems)
-    print("pcaps: %d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+    return tally.summary("pcaps")
 
 
 if __name__ == "__main__":

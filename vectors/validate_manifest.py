@@ -26,6 +26,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from checklib import Tally
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 VENV_PYTHON = ROOT / ".cache/venv/vectors/bin/python"
@@ -93,19 +95,8 @@ def main(argv):
 
     schema = json.loads(args.schema.read_text())
     manifest = json.loads(args.manifest.read_text())
-    passed, failed = 0, 0
-
-    def report(ok, label, details=()):
-        nonlocal passed, failed
-        if ok:
-            passed += 1
-            if args.verbose:
-                print("ok   %s" % label)
-        else:
-            failed += 1
-            print("FAIL %s" % label)
-            for d in list(details)[:5]:
-                print("     %s" % d)
+    tally = Tally(args.verbose, max_details=5)
+    report = tally.report
 
     def errors_of(validator, instance):
         return ["%s: %s" % ("/".join(map(str, e.absolute_path)) or "(top)", e.message[:300])
@@ -116,8 +107,7 @@ def main(argv):
         report(True, "schema is a valid JSON Schema 2020-12")
     except jsonschema.SchemaError as e:
         report(False, "schema is a valid JSON Schema 2020-12", [e.message])
-        print("schema: %d passed, %d failed" % (passed, failed))
-        return 1
+        return tally.summary("schema")
     validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
     # A validator for one case: the same schema, rooted at $defs/case.
     case_validator = jsonschema.Draft202012Validator(
@@ -145,8 +135,7 @@ def main(argv):
         report(rejected and rejected_in_manifest, "broken copy rejected: %s" % label,
                [] if rejected else ["the schema accepts it"])
 
-    print("schema: %d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+    return tally.summary("schema")
 
 
 if __name__ == "__main__":

@@ -59,6 +59,20 @@ const CATALOGUE = [
 class Lz4Malformed extends Error {} // the sender broke LZ4-1; the receiver fails LZ4-4
 class Lz4LengthMismatch extends Error {} // LZ4-4
 
+// A 4-bit length of a sequence's token, extended when it is 15: adds the bytes from block[i] on,
+// up to and including the first that is not 255. Returns [length, next i].
+function extendedLength(block, i, length, what) {
+  if (length === 15) {
+    for (;;) {
+      if (i >= block.length) throw new Lz4Malformed(`${what} length runs past the block`);
+      const b = block[i++];
+      length += b;
+      if (b !== 255) break;
+    }
+  }
+  return [length, i];
+}
+
 // Decodes one raw LZ4 block into exactly `declared` bytes, bounds-checked.
 function lz4BlockDecompress(block, declared) {
   const out = new Uint8Array(declared);
@@ -68,15 +82,8 @@ function lz4BlockDecompress(block, declared) {
   if (n === 0) throw new Lz4Malformed('empty block');
   for (;;) {
     const token = block[i++];
-    let lit = token >> 4;
-    if (lit === 15) {
-      for (;;) {
-        if (i >= n) throw new Lz4Malformed('literal length runs past the block');
-        const b = block[i++];
-        lit += b;
-        if (b !== 255) break;
-      }
-    }
+    let lit;
+    [lit, i] = extendedLength(block, i, token >> 4, 'literal');
     if (i + lit > n) throw new Lz4Malformed('literals run past the block');
     if (o + lit > declared) throw new Lz4LengthMismatch('output would exceed the declared length');
     out.set(block.subarray(i, i + lit), o);
@@ -87,15 +94,8 @@ function lz4BlockDecompress(block, declared) {
     const offset = block[i] | (block[i + 1] << 8);
     i += 2;
     if (offset === 0 || offset > o) throw new Lz4Malformed('match offset outside the decompressed output');
-    let mlen = token & 15;
-    if (mlen === 15) {
-      for (;;) {
-        if (i >= n) throw new Lz4Malformed('match length runs past the block');
-        const b = block[i++];
-        mlen += b;
-        if (b !== 255) break;
-      }
-    }
+    let mlen;
+    [mlen, i] = extendedLength(block, i, token & 15, 'match');
     mlen += 4;
     if (o + mlen > declared) throw new Lz4LengthMismatch('output would exceed the declared length');
     for (let k = 0; k < mlen; k++, o++) out[o] = out[o - offset]; // matches may overlap

@@ -75,6 +75,21 @@ class Lz4LengthMismatch(Exception):
     """The block does not decompress to exactly the declared length (LZ4-4)."""
 
 
+def _extended_length(block: bytes, i: int, length: int, what: str) -> tuple[int, int]:
+    """A 4-bit length of a sequence's token, extended when it is 15: add the bytes from
+    block[i] on, up to and including the first that is not 255. Returns (length, next i)."""
+    if length == 15:
+        while True:
+            if i >= len(block):
+                raise Lz4Malformed(f"{what} length runs past the block")
+            b = block[i]
+            i += 1
+            length += b
+            if b != 255:
+                break
+    return length, i
+
+
 def lz4_block_decompress(block: bytes, declared: int) -> bytes:
     """Decode one raw LZ4 block into exactly `declared` bytes, bounds-checked.
 
@@ -89,16 +104,7 @@ def lz4_block_decompress(block: bytes, declared: int) -> bytes:
     while True:
         token = block[i]
         i += 1
-        lit = token >> 4
-        if lit == 15:
-            while True:
-                if i >= n:
-                    raise Lz4Malformed("literal length runs past the block")
-                b = block[i]
-                i += 1
-                lit += b
-                if b != 255:
-                    break
+        lit, i = _extended_length(block, i, token >> 4, "literal")
         if i + lit > n:
             raise Lz4Malformed("literals run past the block")
         if len(out) + lit > declared:
@@ -113,16 +119,7 @@ def lz4_block_decompress(block: bytes, declared: int) -> bytes:
         i += 2
         if offset == 0 or offset > len(out):
             raise Lz4Malformed("match offset outside the decompressed output")
-        mlen = token & 15
-        if mlen == 15:
-            while True:
-                if i >= n:
-                    raise Lz4Malformed("match length runs past the block")
-                b = block[i]
-                i += 1
-                mlen += b
-                if b != 255:
-                    break
+        mlen, i = _extended_length(block, i, token & 15, "match")
         mlen += 4
         if len(out) + mlen > declared:
             raise Lz4LengthMismatch("output would exceed the declared length")

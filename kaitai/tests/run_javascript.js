@@ -189,33 +189,31 @@ function sameBlob(blob, data) {
 
 const FRAME_FIELDS = ['offset', 'self_contained', 'payload_length', 'uncompressed_length', 'checksum_bit',
   'reserved', 'header_crc24', 'payload_checksum'];
+const FRAME_BLOBS = ['payload', 'content'];
 const ENVELOPE_FIELDS = ['version', 'flags', 'stream', 'opcode', 'opcode_name', 'length'];
+const ENVELOPE_BLOBS = ['body'];
+
+// Differences between decoded records (`kind` frame or envelope) and the manifest's: their number
+// (when `whole`), then each record's fields and blobs.
+function compareRecords(kind, got, want, fields, blobs, whole = true) {
+  const problems = [];
+  if (whole && got.length !== want.length) problems.push(`${got.length} ${kind}s, expected ${want.length}`);
+  const n = Math.min(got.length, want.length);
+  for (let i = 0; i < n; i++) {
+    const g = got[i];
+    const w = want[i];
+    for (const k of fields) if (g[k] !== w[k]) problems.push(`${kind} ${i} ${k}: ${g[k]} != ${w[k]}`);
+    for (const k of blobs) if (!sameBlob(w[k], g[k])) problems.push(`${kind} ${i} ${k} differs`);
+  }
+  return problems;
+}
 
 // Differences from the manifest; countFrames limits the comparison to the first frames.
 function compare(got, expected, countFrames) {
-  const problems = [];
   const whole = countFrames === undefined;
-  if (whole && got.frames.length !== expected.frames.length) {
-    problems.push(`${got.frames.length} frames, expected ${expected.frames.length}`);
-  }
-  const nFrames = Math.min(got.frames.length, expected.frames.length);
-  for (let i = 0; i < nFrames; i++) {
-    const g = got.frames[i];
-    const w = expected.frames[i];
-    for (const k of FRAME_FIELDS) if (g[k] !== w[k]) problems.push(`frame ${i} ${k}: ${g[k]} != ${w[k]}`);
-    for (const k of ['payload', 'content']) if (!sameBlob(w[k], g[k])) problems.push(`frame ${i} ${k} differs`);
-  }
+  const problems = compareRecords('frame', got.frames, expected.frames, FRAME_FIELDS, FRAME_BLOBS, whole);
   if (whole) {
-    if (got.envelopes.length !== expected.envelopes.length) {
-      problems.push(`${got.envelopes.length} envelopes, expected ${expected.envelopes.length}`);
-    }
-    const nEnv = Math.min(got.envelopes.length, expected.envelopes.length);
-    for (let i = 0; i < nEnv; i++) {
-      const g = got.envelopes[i];
-      const w = expected.envelopes[i];
-      for (const k of ENVELOPE_FIELDS) if (g[k] !== w[k]) problems.push(`envelope ${i} ${k}: ${g[k]} != ${w[k]}`);
-      if (!sameBlob(w.body, g.body)) problems.push(`envelope ${i} body differs`);
-    }
+    problems.push(...compareRecords('envelope', got.envelopes, expected.envelopes, ENVELOPE_FIELDS, ENVELOPE_BLOBS));
   }
   return problems;
 }

@@ -42,6 +42,15 @@ from checks import (  # noqa: E402
 )
 
 
+class GrammarError(Exception):
+    """A Kaitai error while parsing one stage of the receiver ("frames", "content", "sequence")."""
+
+    def __init__(self, stage: str, name: str):
+        super().__init__(f"{stage}: {name}")
+        self.stage = stage
+        self.kaitai = name
+
+
 class Runner:
     def __init__(self, generated: pathlib.Path):
         sys.path.insert(0, str(generated))
@@ -75,101 +84,93 @@ class Runner:
             return None
         return type(exc).__name__  # EndOfStreamError, ValidationNotEqualError, ...
 
+    def parse_stage(self, stage: str, cls, data: bytes):
+        """Parses with the generated class; a Kaitai error becomes a GrammarError of that stage."""
+        try:
+            return cls.from_bytes(data)
+        except Exception as exc:  # noqa: BLE001 - classified here
+            name = self.error_name(exc)
+            if name is None:
+                raise
+            raise GrammarError(stage, name) from exc
+
     # -- the receiver around the grammar ------------------------------------------------------
     def decode(self, fmt: str, algorithm: str, max_body: int, data: bytes) -> dict:
         """Returns {frames, envelopes, error}; error is None, ("runner", rule) or
         ("grammar", stage, exception name)."""
         out = {"frames": [], "envelopes": [], "error": None}
-        try:
-            frames = self.types[f"cql_frames_{fmt}"].from_bytes(data).frames
-        except Exception as exc:  # noqa: BLE001 - classified below
-            name = self.error_name(exc)
-            if name is None:
-                raise
-            out["error"] = ("grammar", "frames", name)
-            return out
 
         def fail_runner(rule):
             out["error"] = ("runner", rule)
             return out
 
-        offset, sequence = 0, None
-        for f in frames:
-            h = f.header
-            lz4 = fmt == "lz4"
-            size = (8 if lz4 else 6) + (h.compressed_length if lz4 else h.payload_length) + 4
-            if crc24(h.crc24_input) != h.header_crc24:
-                return fail_runner("RECV-1")
-            if h.checksum_bit != (algorithm == "crc32c"):
-                return fail_runner("RECV-3")
-            payload = f.payload.bytes
-            if payload_checksum(algorithm, payload) != f.payload_checksum:
-                return fail_runner("RECV-2")
-            if lz4 and not h.is_stored:
-                try:
-                    content = lz4_block_decompress(f.payload.block, h.uncompressed_length)
-                except (Lz4Malformed, Lz4LengthMismatch):
-                    # every block failure fails LZ4-4, the receiver's rule (LZ4-1 binds senders)
-                    return fail_runner("LZ4-4")
-            else:
-                content = payload
-            out["frames"].append({
-                "offset": offset,
-                "self_contained": h.self_contained,
-                "payload_length": h.compressed_length if lz4 else h.payload_length,
-                "uncompressed_length": h.uncompressed_length if lz4 else None,
-                "checksum_bit": h.checksum_bit,
-                "reserved": h.reserved,
-                "header_crc24": f"{h.header_crc24:06x}",
-                "payload_checksum": f"{f.payload_checksum:08x}",
-                "payload": payload,
-                "content": content,
-            })
-            offset += size
-            if h.self_contained:
-                if sequence is not None:
-                    return fail_runner("RECV-8")
+        try:
+            frames = self.parse_stage("frames", self.types[f"cql_frames_{fmt}"], data).frames
+            offset, sequence = 0, None
+            for f in frames:
+                h = f.header
+                lz4 = fmt == "lz4"
+                size = (8 if lz4 else 6) + (h.compressed_length if lz4 else h.payload_length) + 4
+                if crc24(h.crc24_input) != h.header_crc24:
+                    return fail_runner("RECV-1")
+                if h.checksum_bit != (algorithm == "crc32c"):
+                    return fail_runner("RECV-3")
+                payload = f.payload.bytes
+                if payload_checksum(algorithm, payload) != f.payload_checksum:
+                    return fail_runner("RECV-2")
                 if lz4 and not h.is_stored:
                     try:
-                        envelopes = self.types["cql_envelopes"].from_bytes(content).envelopes
-                    except Exception as exc:  # noqa: BLE001
-                        name = self.error_name(exc)
-                        if name is None:
-                            raise
-                        out["error"] = ("grammar", "content", name)
-                        return out
+                        content = lz4_block_decompress(f.payload.block, h.uncompressed_length)
+                    except (Lz4Malformed, Lz4LengthMismatch):
+                        # every block failure fails LZ4-4, the receiver's rule (LZ4-1 binds senders)
+                        return fail_runner("LZ4-4")
                 else:
-                    envelopes = f.payload.envelopes
-                for e in envelopes:
-                    if e.header.body_length > max_body:
-                        return fail_runner("RECV-12")
-                    out["envelopes"].append(self.envelope_record(e))
-            else:
-                if not content:
-                    return fail_runner("RECV-10")  # the grammar catches it first
-                sequence = (sequence or b"") + content
-                if len(sequence) >= 9:
-                    try:
-                        header = self.types["cql_envelope"].Header.from_bytes(sequence[:9])
+                    content = payload
+                out["frames"].append({
+                    "offset": offset,
+                    "self_contained": h.self_contained,
+                    "payload_length": h.compressed_length if lz4 else h.payload_length,
+                    "uncompressed_length": h.uncompressed_length if lz4 else None,
+                    "checksum_bit": h.checksum_bit,
+                    "reserved": h.reserved,
+                    "header_crc24": f"{h.header_crc24:06x}",
+                    "payload_checksum": f"{f.payload_checksum:08x}",
+                    "payload": payload,
+                    "content": content,
+                })
+                offset += size
+                if h.self_contained:
+                    if sequence is not None:
+                        return fail_runner("RECV-8")
+                    if lz4 and not h.is_stored:
+                        envelopes = self.parse_stage("content", self.types["cql_envelopes"], content).envelopes
+                    else:
+                        envelopes = f.payload.envelopes
+                    for e in envelopes:
+                        if e.header.body_length > max_body:
+                            return fail_runner("RECV-12")
+                        out["envelopes"].append(self.envelope_record(e))
+                else:
+                    if not content:
+                        return fail_runner("RECV-10")  # the grammar catches it first
+                    sequence = (sequence or b"") + content
+                    if len(sequence) >= 9:
+                        header = self.parse_stage("sequence", self.types["cql_envelope"].Header, sequence[:9])
                         if header.body_length > max_body:
                             return fail_runner("RECV-12")
                         total = 9 + header.body_length
                         if len(sequence) > total:
                             return fail_runner("RECV-7")
                         if len(sequence) == total:
-                            envelope = self.types["cql_envelope"].from_bytes(sequence)
+                            envelope = self.parse_stage("sequence", self.types["cql_envelope"], sequence)
                             out["envelopes"].append(self.envelope_record(envelope))
                             sequence = None
-                    except Exception as exc:  # noqa: BLE001
-                        name = self.error_name(exc)
-                        if name is None:
-                            raise
-                        out["error"] = ("grammar", "sequence", name)
-                        return out
-        if offset != len(data):
-            raise AssertionError(f"frames cover {offset} of {len(data)} bytes")
-        if sequence is not None:
-            return fail_runner("RECV-9")
+            if offset != len(data):
+                raise AssertionError(f"frames cover {offset} of {len(data)} bytes")
+            if sequence is not None:
+                return fail_runner("RECV-9")
+        except GrammarError as exc:
+            out["error"] = ("grammar", exc.stage, exc.kaitai)
         return out
 
     def envelope_record(self, e) -> dict:
@@ -214,33 +215,35 @@ def same_blob(blob: dict, data: bytes) -> bool:
 
 FRAME_FIELDS = ("offset", "self_contained", "payload_length", "uncompressed_length", "checksum_bit",
                 "reserved", "header_crc24", "payload_checksum")
+FRAME_BLOBS = ("payload", "content")
 ENVELOPE_FIELDS = ("version", "flags", "stream", "opcode", "opcode_name", "length")
+ENVELOPE_BLOBS = ("body",)
+
+
+def compare_records(kind: str, got: list, want: list, fields, blobs, whole: bool = True) -> list[str]:
+    """Differences between decoded records (`kind` frame or envelope) and the manifest's: their
+    number (when `whole`), then each record's fields and blobs."""
+    problems = []
+    if whole and len(got) != len(want):
+        problems.append(f"{len(got)} {kind}s, expected {len(want)}")
+    for i, (g, w) in enumerate(zip(got, want)):
+        for k in fields:
+            if g[k] != w[k]:
+                problems.append(f"{kind} {i} {k}: {g[k]!r} != {w[k]!r}")
+        for k in blobs:
+            if not same_blob(w[k], g[k]):
+                problems.append(f"{kind} {i} {k} differs")
+    return problems
 
 
 def compare(got: dict, expected: dict, count_frames: int | None = None) -> list[str]:
     """Differences between decoded frames/envelopes and the manifest's; count_frames limits
     the comparison to the first frames (those decoded in full before an error)."""
-    problems = []
-    want_frames = expected["frames"]
-    if count_frames is None and len(got["frames"]) != len(want_frames):
-        problems.append(f"{len(got['frames'])} frames, expected {len(want_frames)}")
-    for i, (g, w) in enumerate(zip(got["frames"], want_frames)):
-        for k in FRAME_FIELDS:
-            if g[k] != w[k]:
-                problems.append(f"frame {i} {k}: {g[k]!r} != {w[k]!r}")
-        for k in ("payload", "content"):
-            if not same_blob(w[k], g[k]):
-                problems.append(f"frame {i} {k} differs")
-    if count_frames is None:
-        want_env = expected["envelopes"]
-        if len(got["envelopes"]) != len(want_env):
-            problems.append(f"{len(got['envelopes'])} envelopes, expected {len(want_env)}")
-        for i, (g, w) in enumerate(zip(got["envelopes"], want_env)):
-            for k in ENVELOPE_FIELDS:
-                if g[k] != w[k]:
-                    problems.append(f"envelope {i} {k}: {g[k]!r} != {w[k]!r}")
-            if not same_blob(w["body"], g["body"]):
-                problems.append(f"envelope {i} body differs")
+    whole = count_frames is None
+    problems = compare_records("frame", got["frames"], expected["frames"], FRAME_FIELDS, FRAME_BLOBS, whole)
+    if whole:
+        problems += compare_records("envelope", got["envelopes"], expected["envelopes"],
+                                    ENVELOPE_FIELDS, ENVELOPE_BLOBS)
     return problems
 
 
