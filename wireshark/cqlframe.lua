@@ -85,6 +85,7 @@ pf.flag_tracing = ProtoField.bool("cqlframe.flags.tracing", "Tracing", 8, nil, 0
 pf.flag_custom = ProtoField.bool("cqlframe.flags.custom_payload", "Custom payload", 8, nil, 0x04)
 pf.flag_warning = ProtoField.bool("cqlframe.flags.warning", "Warning", 8, nil, 0x08)
 pf.flag_beta = ProtoField.bool("cqlframe.flags.use_beta", "Use beta", 8, nil, 0x10)
+local FLAG_FIELDS = { pf.flag_compression, pf.flag_tracing, pf.flag_custom, pf.flag_warning, pf.flag_beta }
 pf.stream = ProtoField.int16("cqlframe.stream", "Stream")
 pf.opcode = ProtoField.uint8("cqlframe.opcode", "Opcode", base.HEX, framing.OPCODES)
 pf.length = ProtoField.int32("cqlframe.length", "Body length")
@@ -187,10 +188,15 @@ local function status_text(ok)
     return ok and "correct" or "INCORRECT"
 end
 
+-- Adds the expert info of each finding of rec to item; returns their rule IDs for the Info
+-- column, space-separated ("" if none).
 local function add_findings(item, rec)
+    local rules = {}
     for _, f in ipairs(rec.findings) do
         item:add_proto_expert_info(ef[f.key] or ef.bad_envelope, f.text .. " (" .. f.rule .. ")")
+        rules[#rules + 1] = f.rule
     end
+    return table.concat(rules, " ")
 end
 
 -- One envelope at etvb[eoff, eoff+size); returns its Info summary.
@@ -200,15 +206,12 @@ local function add_envelope(tree, etvb, eoff, env, framed, ctx)
     t:set_text(string.format("Envelope: v%d %s, stream %d, %s, body %d bytes", env.protocol,
         env.response and "response" or "request", env.stream, name, env.length))
     t:add(pf.env_framed, framed):set_generated()
-    local vt = t:add(pf.version, etvb(eoff, 1))
-    vt:add(pf.version_protocol, etvb(eoff, 1), env.protocol)
-    vt:add(pf.version_response, etvb(eoff, 1), env.response)
-    local ft = t:add(pf.flags, etvb(eoff + 1, 1))
-    ft:add(pf.flag_compression, etvb(eoff + 1, 1))
-    ft:add(pf.flag_tracing, etvb(eoff + 1, 1))
-    ft:add(pf.flag_custom, etvb(eoff + 1, 1))
-    ft:add(pf.flag_warning, etvb(eoff + 1, 1))
-    ft:add(pf.flag_beta, etvb(eoff + 1, 1))
+    local vr, fr = etvb(eoff, 1), etvb(eoff + 1, 1)
+    local vt = t:add(pf.version, vr)
+    vt:add(pf.version_protocol, vr, env.protocol)
+    vt:add(pf.version_response, vr, env.response)
+    local ft = t:add(pf.flags, fr)
+    for _, f in ipairs(FLAG_FIELDS) do ft:add(f, fr) end
     if framed and env.flags % 2 == 1 then
         ft:add_proto_expert_info(ef.compression_flag, "COMPRESSION flag set on a framed connection (ENV-4)")
     end
@@ -265,15 +268,16 @@ local function render_frame(root, tvb, off, rec, dir, pinfo, ctx)
     end
     t:add(pf.stream_offset, tvb(off, h.size), rec.offset):set_generated()
     t:add(pf.frame_format, tvb(off, h.size), rec.format):set_generated()
-    local fsize = rec.format == "lz4" and 5 or 3
-    local hw = t:add(pf.frame_header, tvb(off, fsize), tvb(off, fsize):le_uint64())
-    hw:add(pf.frame_length, tvb(off, fsize), h.length):append_text(rec.format == "lz4" and " (compressed length, bits 0-16)" or " (bits 0-16)")
+    local fsize = h.size - 3   -- the header word, before its CRC24
+    local wr = tvb(off, fsize)
+    local hw = t:add(pf.frame_header, wr, wr:le_uint64())
+    hw:add(pf.frame_length, wr, h.length):append_text(rec.format == "lz4" and " (compressed length, bits 0-16)" or " (bits 0-16)")
     if rec.format == "lz4" then
-        hw:add(pf.frame_ulength, tvb(off, fsize), h.uncompressed_length):append_text(h.uncompressed_length == 0 and " (stored, LZ4-2)" or " (bits 17-33)")
+        hw:add(pf.frame_ulength, wr, h.uncompressed_length):append_text(h.uncompressed_length == 0 and " (stored, LZ4-2)" or " (bits 17-33)")
     end
-    hw:add(pf.frame_sc, tvb(off, fsize), h.self_contained)
-    hw:add(pf.frame_cbit, tvb(off, fsize), h.checksum_bit)
-    hw:add(pf.frame_reserved, tvb(off, fsize), h.reserved)
+    hw:add(pf.frame_sc, wr, h.self_contained)
+    hw:add(pf.frame_cbit, wr, h.checksum_bit)
+    hw:add(pf.frame_reserved, wr, h.reserved)
     checksum_item(t, pf.crc24, tvb(off + fsize, 3), h.crc24, h.crc24_computed, h.crc24_ok, pf.crc24_computed, pf.crc24_status)
     if rec.truncated then
         t:add(pf.undecoded, tvb(off + h.size, total - h.size))
@@ -291,9 +295,7 @@ local function render_frame(root, tvb, off, rec, dir, pinfo, ctx)
     if rec.detected and rec.offset == dir.switch_offset_detected then
         t:add_proto_expert_info(ef.detected, string.format("no handshake seen: %s frames with %s, detected from a verified header CRC24", rec.format, rec.checksum))
     end
-    add_findings(t, rec)
-    local errs = {}
-    for _, f in ipairs(rec.findings) do errs[#errs + 1] = f.rule end
+    local rules = add_findings(t, rec)
     if rec.content then
         t:add(pf.content_length, tvb(p0, h.length), #rec.content):set_generated()
     end
@@ -305,9 +307,9 @@ local function render_frame(root, tvb, off, rec, dir, pinfo, ctx)
     end
     if rec.sequence then
         local s = rec.sequence
-        t:add(pf.seq_index, tvb(off, fsize), s.index):set_generated()
-        t:add(pf.seq_have, tvb(off, fsize), s.have):set_generated()
-        if s.need then t:add(pf.seq_need, tvb(off, fsize), s.need):set_generated() end
+        t:add(pf.seq_index, wr, s.index):set_generated()
+        t:add(pf.seq_have, wr, s.have):set_generated()
+        if s.need then t:add(pf.seq_need, wr, s.need):set_generated() end
         if not s.complete then
             ctx.summaries[#ctx.summaries + 1] = string.format("[sequence frame %d, %d/%s bytes]", s.index, s.have, s.need and tostring(s.need) or "?")
         end
@@ -330,8 +332,8 @@ local function render_frame(root, tvb, off, rec, dir, pinfo, ctx)
     if rec.partial and rec.content then
         t:add(pf.undecoded, ctvb(coff + rec.partial.start - 1, rec.partial.length)):append_text(" (partial envelope)")
     end
-    if #errs > 0 then
-        ctx.summaries[#ctx.summaries + 1] = "[" .. table.concat(errs, " ") .. "]"
+    if rules ~= "" then
+        ctx.summaries[#ctx.summaries + 1] = "[" .. rules .. "]"
     end
 end
 
@@ -347,21 +349,17 @@ local function render(root, tvb, off, rec, dir, conv, pinfo, ctx)
         if rec.after_error then
             it:add_proto_expert_info(ef.after_error, string.format("after the framing error (%s) at stream offset %d: frame boundaries are lost (RECV-11)", rec.after_error.rule, rec.after_error.offset))
         end
-        add_findings(it, rec)
-        local errs = {}
-        for _, f in ipairs(rec.findings) do errs[#errs + 1] = f.rule end
-        ctx.summaries[#ctx.summaries + 1] = "[undecoded" .. (#errs > 0 and (" " .. table.concat(errs, " ")) or "") .. "]"
+        local rules = add_findings(it, rec)
+        ctx.summaries[#ctx.summaries + 1] = "[undecoded" .. (rules ~= "" and (" " .. rules) or "") .. "]"
         return
     end
     -- an unframed envelope
     local env = rec.envelopes[1]
     local et = add_envelope(root, tvb, off, env, false, ctx)
     et:add(pf.stream_offset, tvb(off, 9), rec.offset):set_generated()
-    add_findings(et, rec)
-    if #rec.findings > 0 then
-        local errs = {}
-        for _, f in ipairs(rec.findings) do errs[#errs + 1] = f.rule end
-        ctx.summaries[#ctx.summaries + 1] = "[" .. table.concat(errs, " ") .. "]"
+    local rules = add_findings(et, rec)
+    if rules ~= "" then
+        ctx.summaries[#ctx.summaries + 1] = "[" .. rules .. "]"
     end
     if rec.switch then
         local n = rec.switch
@@ -381,13 +379,20 @@ end
 ---------------------------------------------------------------------------------------------
 local function endpoint(addr, port) return tostring(addr) .. ":" .. tostring(port) end
 
+-- A direction as the Info column and the direction field show it, by the sender's role.
+local DIRECTIONS = {
+    client = { arrow = "C→S", text = "client to server" },
+    server = { arrow = "S→C", text = "server to client" },
+    unknown = { arrow = "?→?", text = "unknown" },
+}
+
 local function dissect(tvb, pinfo, tree)
     local n = pinfo.number
     if n ~= last_number then last_number, call_index = n, 0 end
     call_index = call_index + 1
 
-    local stream_key = field_value(f_tcp_stream) or (endpoint(pinfo.src, pinfo.src_port) .. "/" .. endpoint(pinfo.dst, pinfo.dst_port))
     local src = endpoint(pinfo.src, pinfo.src_port)
+    local stream_key = field_value(f_tcp_stream) or (src .. "/" .. endpoint(pinfo.dst, pinfo.dst_port))
     local conv
     if not pinfo.visited then
         conv = conversations[stream_key]
@@ -426,7 +431,6 @@ local function dissect(tvb, pinfo, tree)
     local s = tvb:raw(0, len)
     local root = nil   -- added with the first decoded unit: a call that only asks TCP for
                        -- more bytes leaves no trace, as in the second pass
-    local role, arrow
     local ctx = { summaries = {}, role = dir.role,
                   protocol = conv.negotiated and conv.negotiated.protocol or nil }
     local o = opts()
@@ -447,18 +451,17 @@ local function dissect(tvb, pinfo, tree)
         off = off + size
     end
     if root == nil then return len end
-    role = dir.role
-    arrow = role == "client" and "C→S" or (role == "server" and "S→C" or "?→?")
+    local shown = DIRECTIONS[dir.role] or DIRECTIONS.unknown
     local state = dir.mode
     if dir.mode == "framed" then state = "framed " .. dir.format .. "/" .. dir.checksum end
-    root:add(pf.direction, role == "client" and "client to server" or (role == "server" and "server to client" or "unknown")):set_generated()
+    root:add(pf.direction, shown.text):set_generated()
     root:add(pf.mode, state):set_generated()
-    root:append_text(string.format(", %s, %s", arrow, state))
+    root:append_text(string.format(", %s, %s", shown.arrow, state))
     if #ctx.summaries > 0 then
         pinfo.cols.protocol = "CQL"
         local text = table.concat(ctx.summaries, ", ")
         if call_index == 1 then
-            pinfo.cols.info = arrow .. " " .. text
+            pinfo.cols.info = shown.arrow .. " " .. text
         else
             pinfo.cols.info:append(", " .. text)
         end
@@ -497,13 +500,12 @@ local function heuristic(tvb, pinfo, tree)
     local s = tvb:raw(0, math.min(len, 131083))
     local found = false
     for _, format in ipairs({ "uncompressed", "lz4" }) do
-        if not found and len >= (format == "lz4" and 8 or 6) then
+        if not found and len >= framing.HEADER_SIZE[format] then
             local h = framing.frame_header(s, 1, format)
             if h.crc24_ok then
                 if len >= h.total then
                     local p0 = 1 + h.size
-                    local t0, t1, t2, t3 = s:byte(p0 + h.length, p0 + h.length + 3)
-                    local trailer = t0 + t1 * 256 + t2 * 65536 + t3 * 16777216
+                    local trailer = framing.uint_le(s, p0 + h.length, 4)
                     local alg = h.checksum_bit and "crc32c" or "crc32"
                     found = crc.payload(alg, s, p0, p0 + h.length - 1) == trailer
                 else

@@ -58,30 +58,27 @@ local function cursor(tvb, off, stop)
         c.off = c.off + n
         return r
     end
+    -- the readers below return the value and the range of its bytes
     function c.short() local r = c.take(2); return r:uint(), r end
     function c.int() local r = c.take(4); return r:int(), r end
     function c.byte() local r = c.take(1); return r:uint(), r end
-    -- [string] / [long string]: the text and the range of its bytes (without the length)
-    function c.string()
-        local n = c.short()
-        local r = c.take(n)
-        return r:string(), r
-    end
-    function c.long_string()
-        local n = c.int()
-        local r = c.take(n)
-        return r:string(), r
-    end
-    function c.short_bytes()
-        local start = c.off
-        local n = c.short()
-        local r = c.take(n)
-        return r, c.tvb(start, 2 + n)
-    end
+    -- [string] / [long string]: the range is that of the text, without the length
+    local function text(n) local r = c.take(n); return r:string(), r end
+    function c.string() return text((c.short())) end
+    function c.long_string() return text((c.int())) end
+    -- [short bytes]: the range of the bytes, without the length
+    function c.short_bytes() return c.take((c.short())) end
+    -- [bytes]: the range of the bytes (nil if the length is negative) and the length
     function c.bytes()
         local n = c.int()
         if n < 0 then return nil, n end
         return c.take(n), n
+    end
+    -- Reads a value with one of the readers and adds its range to tree as field; returns the
+    -- value and the tree item.
+    function c.add(tree, field, read)
+        local v, r = read()
+        return v, tree:add(field, r)
     end
     return c
 end
@@ -131,31 +128,27 @@ end
 
 -- RESULT Rows: metadata then rows_count.
 local function rows(c, tree, pf, protocol)
-    local flags, fr = c.int()
-    tree:add(pf.result_flags, fr)
-    local count, cr = c.int()
-    tree:add(pf.columns_count, cr)
+    local flags = c.add(tree, pf.result_flags, c.int)
+    local count = c.add(tree, pf.columns_count, c.int)
     if flags % 4 >= 2 then c.bytes() end                                  -- Has_more_pages
     if protocol >= 5 and flags % 16 >= 8 then c.short_bytes() end         -- Metadata_changed
     local names = {}
     if flags % 8 < 4 then                                                 -- not No_metadata
         local global = flags % 2 == 1
         if global then
-            local _, kr = c.string(); tree:add(pf.keyspace, kr)
-            local _, tr = c.string(); tree:add(pf.table, tr)
+            c.add(tree, pf.keyspace, c.string)
+            c.add(tree, pf.table, c.string)
         end
         for k = 1, count do
             if not global then c.string(); c.string() end
-            local name, nr = c.string()
-            local ti = tree:add(pf.column, nr)
+            local name, ti = c.add(tree, pf.column, c.string)
             local start = c.off
             local id = skip_option(c)
             ti:add(pf.column_type, c.tvb(start, 2), id)
             names[k] = name
         end
     end
-    local n, nr = c.int()
-    tree:add(pf.rows_count, nr)
+    local n = c.add(tree, pf.rows_count, c.int)
     return string.format("Rows %d (%s)", n, table.concat(names, ","))
 end
 
@@ -170,62 +163,46 @@ function M.body(env, tvb, off, tree, pf)
         string_map(c, tree, pf, true)
         return nil
     elseif op == 0x00 then
-        local code, cr = c.int()
-        tree:add(pf.error_code, cr)
-        local msg, mr = c.string()
-        tree:add(pf.error_message, mr)
+        local code = c.add(tree, pf.error_code, c.int)
+        c.add(tree, pf.error_message, c.string)
         return string.format("0x%04x %s", code % 4294967296, M.ERROR_CODES[code] or "")
     elseif op == 0x07 or op == 0x09 then
-        local _, qr = c.long_string()
-        tree:add(pf.query, qr)
-        if op == 0x07 then
-            local _, r = c.short()
-            tree:add(pf.consistency, r)
-        end
+        c.add(tree, pf.query, c.long_string)
+        if op == 0x07 then c.add(tree, pf.consistency, c.short) end
         return nil
     elseif op == 0x0A then
-        local id = c.short_bytes()
-        tree:add(pf.prepared_id, id)
+        tree:add(pf.prepared_id, c.short_bytes())
         return nil
     elseif op == 0x08 then
-        local kind, kr = c.int()
-        tree:add(pf.result_kind, kr)
+        local kind = c.add(tree, pf.result_kind, c.int)
         if kind == 2 then
             return rows(c, tree, pf, env.protocol)
         elseif kind == 3 then
-            local _, r = c.string()
-            tree:add(pf.keyspace, r)
+            c.add(tree, pf.keyspace, c.string)
         elseif kind == 4 then
-            local id = c.short_bytes()
-            tree:add(pf.prepared_id, id)
+            tree:add(pf.prepared_id, c.short_bytes())
         end
         return M.RESULT_KINDS[kind]
     elseif op == 0x03 then
-        local _, r = c.string()
-        tree:add(pf.authenticator, r)
+        c.add(tree, pf.authenticator, c.string)
     elseif op == 0x0B then
         local n = c.short()
-        for _ = 1, n do local _, r = c.string(); tree:add(pf.event_type, r) end
+        for _ = 1, n do c.add(tree, pf.event_type, c.string) end
     elseif op == 0x0C then
-        local t, r = c.string()
-        tree:add(pf.event_type, r)
-        return t
+        return (c.add(tree, pf.event_type, c.string))
     elseif op == 0x0E or op == 0x0F or op == 0x10 then
         local start = c.off
         local _, n = c.bytes()
         tree:add(pf.token_length, tvb(start, 4), n)
     elseif op == 0x0D then
-        local _, tr = c.byte()
-        tree:add(pf.batch_type, tr)
-        local n, nr = c.short()
-        tree:add(pf.batch_count, nr)
+        c.add(tree, pf.batch_type, c.byte)
+        local n = c.add(tree, pf.batch_count, c.short)
         for _ = 1, n do
             local kind = c.byte()
             if kind == 0 then
-                local _, qr = c.long_string()
-                tree:add(pf.query, qr)
+                c.add(tree, pf.query, c.long_string)
             else
-                tree:add(pf.prepared_id, (c.short_bytes()))
+                tree:add(pf.prepared_id, c.short_bytes())
             end
             local m = c.short()
             for _ = 1, m do c.bytes() end

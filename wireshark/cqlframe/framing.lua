@@ -32,6 +32,9 @@ M.OPCODES = {
 
 M.MAX_PAYLOAD = 131071
 
+--- Frame header size by format: header word and CRC24 (FMT-2, FMT-7).
+M.HEADER_SIZE = { uncompressed = 6, lz4 = 8 }
+
 local function u16be(s, p) local a, b = byte(s, p, p + 1); return a * 256 + b end
 local function s16be(s, p) local v = u16be(s, p); if v >= 32768 then v = v - 65536 end; return v end
 local function s32be(s, p)
@@ -40,7 +43,14 @@ local function s32be(s, p)
     if v >= 2147483648 then v = v - 4294967296 end
     return v
 end
-M.s32be, M.u16be, M.s16be = s32be, u16be, s16be
+
+--- The unsigned little-endian integer of the n bytes at s[p..] (the frame layer's byte order, FMT-1).
+local function uint_le(s, p, n)
+    local v = 0
+    for k = p + n - 1, p, -1 do v = v * 256 + byte(s, k) end
+    return v
+end
+M.uint_le = uint_le
 
 --- Envelope header at s[pos..pos+8] (ENV-1).
 function M.envelope_header(s, pos)
@@ -63,87 +73,67 @@ end
 
 --- Frame header at s[pos..] in `format` (FMT-2..FMT-11). Needs 6 or 8 bytes.
 function M.frame_header(s, pos, format)
-    local h = { format = format }
+    local size = M.HEADER_SIZE[format]
+    -- the 24- or 40-bit header word, exact in a double and in a Lua 5.4 integer
+    local word = uint_le(s, pos, size - 3)
+    local h = { format = format, size = size, word = word, length = word % 131072 }
+    local rest = floor(word / 131072)                 -- the bits above the payload length
     if format == "lz4" then
-        local b0, b1, b2, b3, b4, c0, c1, c2 = byte(s, pos, pos + 7)
-        -- the 40-bit header word, exact in a double and in a Lua 5.4 integer
-        local word = b0 + b1 * 256 + b2 * 65536 + b3 * 16777216 + b4 * 4294967296
-        h.size = 8
-        h.word = word
-        h.length = word % 131072
-        h.uncompressed_length = floor(word / 131072) % 131072
-        h.self_contained = floor(word / 17179869184) % 2 == 1         -- bit 34
-        h.checksum_bit = floor(word / 34359738368) % 2 == 1           -- bit 35
-        h.reserved = floor(word / 68719476736) % 16                   -- bits 36-39
-        h.crc24 = c0 + c1 * 256 + c2 * 65536
-        h.crc24_computed = crc.crc24(s, pos, pos + 4)
-    else
-        local b0, b1, b2, c0, c1, c2 = byte(s, pos, pos + 5)
-        local word = b0 + b1 * 256 + b2 * 65536
-        h.size = 6
-        h.word = word
-        h.length = word % 131072
-        h.self_contained = floor(word / 131072) % 2 == 1              -- bit 17
-        h.checksum_bit = floor(word / 262144) % 2 == 1                -- bit 18
-        h.reserved = floor(word / 524288) % 32                        -- bits 19-23
-        h.crc24 = c0 + c1 * 256 + c2 * 65536
-        h.crc24_computed = crc.crc24(s, pos, pos + 2)
+        h.uncompressed_length = rest % 131072         -- bits 17-33
+        rest = floor(rest / 131072)
     end
+    h.self_contained = rest % 2 == 1                  -- bit 17 (lz4: 34)
+    h.checksum_bit = floor(rest / 2) % 2 == 1         -- bit 18 (lz4: 35)
+    h.reserved = floor(rest / 4)                      -- bits 19-23 (lz4: 36-39)
+    h.crc24 = uint_le(s, pos + size - 3, 3)
+    h.crc24_computed = crc.crc24(s, pos, pos + size - 4)
     h.crc24_ok = h.crc24 == h.crc24_computed
     h.total = h.size + h.length + 4
     return h
 end
 
--- STARTUP body: [string map] (native_protocol_v5.spec 4.1.1). Returns a table of upper-cased
--- keys, or nil if the body is malformed.
-local function string_map(s, pos, stop)
+-- Readers of the body notations (native_protocol_v5.spec 3) in s[pos..stop]: each returns the
+-- value and the position after it, or nil if it runs past stop.
+local function read_short(s, pos, stop)
     if pos + 1 > stop then return nil end
-    local n = u16be(s, pos)
-    pos = pos + 2
-    local map = {}
-    for _ = 1, n do
-        local kv = {}
-        for j = 1, 2 do
-            if pos + 1 > stop then return nil end
-            local l = u16be(s, pos)
-            if pos + 1 + l > stop then return nil end
-            kv[j] = sub(s, pos + 2, pos + 1 + l)
-            pos = pos + 2 + l
-        end
-        map[kv[1]:upper()] = kv[2]
-    end
-    return map
+    return u16be(s, pos), pos + 2
 end
-M.string_map = string_map
 
--- SUPPORTED body: [string multimap]; returns {KEY = {values}} or nil.
-local function string_multimap(s, pos, stop)
-    if pos + 1 > stop then return nil end
-    local n = u16be(s, pos)
-    pos = pos + 2
+local function read_string(s, pos, stop)
+    local l
+    l, pos = read_short(s, pos, stop)
+    if l == nil or pos + l - 1 > stop then return nil end
+    return sub(s, pos, pos + l - 1), pos + l
+end
+
+local function read_string_list(s, pos, stop)
+    local n
+    n, pos = read_short(s, pos, stop)
+    if n == nil then return nil end
+    local list = {}
+    for k = 1, n do
+        list[k], pos = read_string(s, pos, stop)
+        if pos == nil then return nil end
+    end
+    return list, pos
+end
+
+-- A map of [string] keys, upper-cased, to values read by read_value; nil if malformed.
+local function read_map(s, pos, stop, read_value)
+    local n
+    n, pos = read_short(s, pos, stop)
+    if n == nil then return nil end
     local map = {}
     for _ = 1, n do
-        if pos + 1 > stop then return nil end
-        local l = u16be(s, pos)
-        if pos + 1 + l > stop then return nil end
-        local key = sub(s, pos + 2, pos + 1 + l)
-        pos = pos + 2 + l
-        if pos + 1 > stop then return nil end
-        local m = u16be(s, pos)
-        pos = pos + 2
-        local values = {}
-        for k = 1, m do
-            if pos + 1 > stop then return nil end
-            l = u16be(s, pos)
-            if pos + 1 + l > stop then return nil end
-            values[k] = sub(s, pos + 2, pos + 1 + l)
-            pos = pos + 2 + l
-        end
-        map[key:upper()] = values
+        local key, value
+        key, pos = read_string(s, pos, stop)
+        if key == nil then return nil end
+        value, pos = read_value(s, pos, stop)
+        if value == nil then return nil end
+        map[key:upper()] = value
     end
     return map
 end
-M.string_multimap = string_multimap
 
 function M.new_conversation()
     return { dirs = {}, startup = nil, supported = nil, negotiated = nil }
@@ -182,8 +172,9 @@ local function classify(conv, dir, s, pos, avail)
         if avail < 9 then return "more" end
         if M.plausible_envelope(s, pos) then return "envelope" end
     end
-    if avail >= 6 and M.frame_header(s, pos, "uncompressed").crc24_ok then return "uncompressed" end
-    if avail >= 8 and M.frame_header(s, pos, "lz4").crc24_ok then return "lz4" end
+    for _, format in ipairs({ "uncompressed", "lz4" }) do
+        if avail >= M.HEADER_SIZE[format] and M.frame_header(s, pos, format).crc24_ok then return format end
+    end
     if avail < 9 then return "more" end
     if M.plausible_envelope(s, pos) then return "envelope" end
     return "garbage"
@@ -218,7 +209,7 @@ function M.pdu(conv, dir, s, pos, avail, opts)
         end
     end
     if dir.mode == "framed" then
-        local hs = dir.format == "lz4" and 8 or 6
+        local hs = M.HEADER_SIZE[dir.format]
         if avail < hs then return nil, "more", hs - avail end
         local h = M.frame_header(s, pos, dir.format)
         if not h.crc24_ok then return avail, "badheader" end
@@ -259,7 +250,7 @@ end
 local function handshake(conv, dir, env, s, pos, rec)
     local body, stop = pos + 9, pos + 8 + env.length
     if env.opcode == 0x01 and not env.response then
-        local opts = string_map(s, body, stop) or {}
+        local opts = read_map(s, body, stop, read_string) or {}   -- [string map]
         if env.protocol >= 5 then
             conv.startup = { stream = env.stream, protocol = env.protocol, options = opts, dir = dir.key }
             dir.mode = "await"
@@ -278,7 +269,7 @@ local function handshake(conv, dir, env, s, pos, rec)
             conv.legacy = true
         end
     elseif env.opcode == 0x06 and env.response then
-        conv.supported = string_multimap(s, body, stop) or {}
+        conv.supported = read_map(s, body, stop, read_string_list) or {}   -- [string multimap]
     elseif env.response and conv.startup and conv.startup.dir ~= dir.key
         and ((env.opcode == 0x00 and env.protocol ~= conv.startup.protocol)
             or ((env.opcode == 0x00 or env.opcode == 0x02 or env.opcode == 0x03) and env.stream == conv.startup.stream)) then
@@ -318,6 +309,24 @@ local function handshake(conv, dir, env, s, pos, rec)
     end
 end
 
+-- Checks an envelope header's body length (ENV-3, RECV-12); false if it is negative.
+local function check_length(dir, rec, env, opts)
+    if env.length < 0 then
+        framing_error(dir, rec, "negative_length", "ENV-3", "negative envelope body length " .. env.length)
+        return false
+    end
+    if env.length > opts.max_body then
+        framing_error(dir, rec, "too_large", "RECV-12", string.format("envelope body length %d exceeds the limit %d", env.length, opts.max_body))
+    end
+    return true
+end
+
+-- Adds a whole envelope to rec; the first one tells a direction of unknown role its sender.
+local function add_envelope(dir, rec, env)
+    if dir.role == nil then dir.role = env.response and "server" or "client" end
+    rec.envelopes[#rec.envelopes + 1] = env
+end
+
 -- Splits the content of a self-contained frame into envelopes (SEND-2, RECV-5, ENV-3, RECV-12).
 local function split_envelopes(dir, rec, content, opts)
     local p, n = 1, #content
@@ -329,13 +338,9 @@ local function split_envelopes(dir, rec, content, opts)
             return
         end
         local env = M.envelope_header(content, p)
-        if env.length < 0 then
-            framing_error(dir, rec, "negative_length", "ENV-3", "negative envelope body length " .. env.length)
+        if not check_length(dir, rec, env, opts) then
             rec.partial = { start = p, length = left }
             return
-        end
-        if env.length > opts.max_body then
-            framing_error(dir, rec, "too_large", "RECV-12", string.format("envelope body length %d exceeds the limit %d", env.length, opts.max_body))
         end
         if 9 + env.length > left then
             framing_error(dir, rec, "partial_envelope", "RECV-5", string.format("self-contained frame ends inside an envelope (%d of %d bytes)", left, 9 + env.length))
@@ -344,9 +349,8 @@ local function split_envelopes(dir, rec, content, opts)
         end
         env.start = p
         env.size = 9 + env.length
-        if dir.role == nil then dir.role = env.response and "server" or "client" end
-        rec.envelopes[#rec.envelopes + 1] = env
-        p = p + 9 + env.length
+        add_envelope(dir, rec, env)
+        p = p + env.size
     end
 end
 
@@ -373,13 +377,9 @@ local function sequence_frame(dir, rec, content, ctx, opts)
         local head = concat(seq.parts)
         seq.parts = { head }
         local env = M.envelope_header(head, 1)
-        if env.length < 0 then
-            framing_error(dir, rec, "negative_length", "ENV-3", "negative envelope body length " .. env.length)
+        if not check_length(dir, rec, env, opts) then
             dir.seq = nil
             return
-        end
-        if env.length > opts.max_body then
-            framing_error(dir, rec, "too_large", "RECV-12", string.format("envelope body length %d exceeds the limit %d", env.length, opts.max_body))
         end
         seq.need = 9 + env.length
     end
@@ -395,8 +395,7 @@ local function sequence_frame(dir, rec, content, ctx, opts)
         env.start = 1
         env.size = #data
         env.reassembled = { data = data, frames = seq.frames, offset = seq.offset }
-        if dir.role == nil then dir.role = env.response and "server" or "client" end
-        rec.envelopes[#rec.envelopes + 1] = env
+        add_envelope(dir, rec, env)
         rec.sequence.complete = true
         dir.seq = nil
     end
@@ -455,8 +454,7 @@ function M.process(conv, dir, s, pos, len, kind, ctx, opts)
         end
         local p0 = pos + h.size
         local tp = p0 + h.length
-        local t0, t1, t2, t3 = byte(s, tp, tp + 3)
-        rec.trailer = t0 + t1 * 256 + t2 * 65536 + t3 * 16777216
+        rec.trailer = uint_le(s, tp, 4)
         if opts.verify then
             rec.computed = crc.payload(dir.checksum, s, p0, tp - 1)
             rec.checksum_ok = rec.computed == rec.trailer

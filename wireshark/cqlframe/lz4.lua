@@ -26,6 +26,18 @@ local function to_string(out, n)
     return concat(parts)
 end
 
+-- A token's 4-bit length of 15 goes on in the next bytes, each added, while they are 255.
+-- Returns the length and the position after it, or nil if the block ends first.
+local function long_length(s, ip, iend, len)
+    repeat
+        if ip >= iend then return nil end
+        local b = byte(s, ip)
+        ip = ip + 1
+        len = len + b
+    until b ~= 255
+    return len, ip
+end
+
 function M.decompress(s, i, n, declared)
     local ip, iend = i, i + n          -- next input byte, one past the last
     local out, op = {}, 0              -- output bytes, count so far
@@ -41,12 +53,8 @@ function M.decompress(s, i, n, declared)
         -- literals
         local lit = (token - token % 16) / 16
         if lit == 15 then
-            repeat
-                if ip >= iend then return nil, "lz4_malformed", "block ends inside a literal length" end
-                local b = byte(s, ip)
-                ip = ip + 1
-                lit = lit + b
-            until b ~= 255
+            lit, ip = long_length(s, ip, iend, lit)
+            if lit == nil then return nil, "lz4_malformed", "block ends inside a literal length" end
         end
         if ip + lit > iend then
             return nil, "lz4_malformed", "literals run past the end of the block"
@@ -78,12 +86,8 @@ function M.decompress(s, i, n, declared)
         end
         local mlen = token % 16
         if mlen == 15 then
-            repeat
-                if ip >= iend then return nil, "lz4_malformed", "block ends inside a match length" end
-                local b = byte(s, ip)
-                ip = ip + 1
-                mlen = mlen + b
-            until b ~= 255
+            mlen, ip = long_length(s, ip, iend, mlen)
+            if mlen == nil then return nil, "lz4_malformed", "block ends inside a match length" end
         end
         mlen = mlen + 4
         if op + mlen > declared then

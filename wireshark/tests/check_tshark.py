@@ -119,6 +119,10 @@ def manifest_envelopes(side: dict) -> list[tuple]:
             for e in side["envelopes"]]
 
 
+def session_size(case: dict) -> int:
+    return case["client_stream"]["length"] + case["server_stream"]["length"]
+
+
 def lua_error(text: str) -> bool:
     return "Lua Error" in text or "lua_error" in text.lower()
 
@@ -201,9 +205,8 @@ def main() -> int:
     for case in sessions:
         if case["id"] not in committed:
             continue
-        size = case["client_stream"]["length"] + case["server_stream"]["length"]
         for mss in (7, 1460) if a.quick else (1, 7, 1460):
-            if mss == 1 and size > ONE_BYTE_LIMIT:
+            if mss == 1 and session_size(case) > ONE_BYTE_LIMIT:
                 continue
             jobs.append((case, mss))
     results += list(pool.map(segmentation, jobs))
@@ -221,20 +224,20 @@ def main() -> int:
         envs, err, messages, _ = envelopes(pcap, (f"cqlframe.max_body:{case['max_envelope_body']}",))
         r = [(not lua_error(err), f"{cid}: Lua error: {err.strip()[:300]}")]
         exp = case["expected"]
-        want_envs = [(e["version"], e["flags"], e["stream"], e["opcode"], e["length"], True) for e in exp["envelopes"]]
+        want_envs = manifest_envelopes(exp)
         if case["valid"]:
             r.append((envs["server"] == want_envs, f"{cid}: envelopes {envs['server']} != manifest {want_envs}"))
             return r
         rule, offset = exp["error"]["rule"], exp["error"]["offset"]
+        text = "\n".join(messages)
         # not visible in a capture: truncation (TCP waits for the rest), a checksum bit that
         # disagrees (the detected checksum is taken from the bit), a bad first header (nothing
         # to synchronise on: shown as undecoded data)
         if rule in ("RECV-9", "RECV-3") or (rule == "RECV-1" and offset == 0):
-            text = "\n".join(messages)
             if rule == "RECV-1":
                 r.append(("Not synchronised" in text or "no frame header" in text, f"{cid}: no unsynchronised note"))
             return r
-        r.append((f"({rule})" in "\n".join(messages), f"{cid}: no expert info names {rule}"))
+        r.append((f"({rule})" in text, f"{cid}: no expert info names {rule}"))
         r.append((envs["server"][: len(want_envs)] == want_envs, f"{cid}: envelopes before the error differ"))
         return r
 
@@ -243,8 +246,7 @@ def main() -> int:
     # 4. mutated captures: no Lua error, with and without payload verification
     seeds = [1, 2] if a.quick else [1, 2, 3, 4]
     sources = [ROOT / "vectors" / "pcap" / f"{c['id']}.pcap" for c in sessions]
-    sources += [tmp / f"{c['id']}.mss7.pcap" for c in sessions
-                if c["client_stream"]["length"] + c["server_stream"]["length"] <= ONE_BYTE_LIMIT]
+    sources += [tmp / f"{c['id']}.mss7.pcap" for c in sessions if session_size(c) <= ONE_BYTE_LIMIT]
 
     def mutation(job: tuple[Path, int]) -> list[tuple[bool, str]]:
         src, seed = job

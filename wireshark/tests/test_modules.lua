@@ -20,17 +20,23 @@ local crc = require("cqlframe.crc")
 local lz4 = require("cqlframe.lz4")
 local json = require("json")
 local t = require("harness")
-local check, read, hex, sha256, same = t.check, t.read, t.hex, t.sha256, t.same
+local check, read, same = t.check, t.read, t.same
 
 local manifest = json.decode(read(root .. "/vectors/manifest.json"))
+
+-- The little-endian integer of the n bytes at data[at..] (read here, not by the module under test).
+local function le(data, at, n)
+    local v = 0
+    for k = at + n - 1, at, -1 do v = v * 256 + data:byte(k) end
+    return v
+end
 
 -- One decoded-frame check: frame f of a stream `data` with `format` and `checksum`.
 local function check_frame(id, data, format, checksum, f)
     local at = f.offset + 1
     local hlen = format == "lz4" and 8 or 6
     local fields = hlen - 3
-    local b = { data:byte(at + fields, at + hlen - 1) }
-    local stored = b[1] + b[2] * 256 + b[3] * 65536
+    local stored = le(data, at + fields, 3)
     local computed = crc.crc24(data, at, at + fields - 1)
     check(computed == stored and string.format("%06x", computed) == f.header_crc24,
         string.format("%s frame@%d crc24 %06x, manifest %s", id, f.offset, computed, f.header_crc24))
@@ -65,13 +71,11 @@ for _, case in ipairs(manifest.cases) do
                 check(c == e.detail.computed, string.format("%s: crc24 of the bad header %06x, reference %06x", case.id, c, e.detail.computed))
             elseif e.rule == "RECV-2" then
                 -- the header is good: read the length, compute the trailer as the reference did
-                local b = { data:byte(at, at + 2) }
-                local plen = b[1] + b[2] * 256 + (b[3] % 2) * 65536
+                local plen = le(data, at, 3) % 131072
                 local c = crc.payload(e.detail.algorithm, data, at + hlen, at + hlen + plen - 1)
                 check(c == e.detail.computed, string.format("%s: %s of the bad payload %08x, reference %08x", case.id, e.detail.algorithm, c, e.detail.computed))
             elseif lz4_rule[e.kind] then
-                local b = { data:byte(at, at + 4) }
-                local word = b[1] + b[2] * 256 + b[3] * 65536 + b[4] * 16777216 + b[5] * 4294967296
+                local word = le(data, at, 5)
                 local clen = word % 131072
                 local ulen = math.floor(word / 131072) % 131072
                 local content, kind = lz4.decompress(data, at + 8, clen, ulen)

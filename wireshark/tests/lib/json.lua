@@ -33,15 +33,27 @@ function M.decode(s)
         end
         return table.concat(parts)
     end
+    -- The comma-separated items of an object or array, from its opening character to `close`;
+    -- item() reads one.
+    local function items(close, item)
+        pos = pos + 1
+        ws()
+        if sub(s, pos, pos) == close then pos = pos + 1; return end
+        while true do
+            item()
+            ws()
+            local d = sub(s, pos, pos)
+            pos = pos + 1
+            if d == close then return end
+            if d ~= "," then err("expected , or " .. close) end
+        end
+    end
     function value()
         ws()
         local c = sub(s, pos, pos)
         if c == "{" then
-            pos = pos + 1
             local t = {}
-            ws()
-            if sub(s, pos, pos) == "}" then pos = pos + 1; return t end
-            while true do
+            items("}", function()
                 ws()
                 if sub(s, pos, pos) ~= '"' then err("expected key") end
                 local k = str()
@@ -49,25 +61,12 @@ function M.decode(s)
                 if sub(s, pos, pos) ~= ":" then err("expected colon") end
                 pos = pos + 1
                 t[k] = value()
-                ws()
-                local d = sub(s, pos, pos)
-                pos = pos + 1
-                if d == "}" then return t end
-                if d ~= "," then err("expected , or }") end
-            end
+            end)
+            return t
         elseif c == "[" then
-            pos = pos + 1
             local t = {}
-            ws()
-            if sub(s, pos, pos) == "]" then pos = pos + 1; return t end
-            while true do
-                t[#t + 1] = value()
-                ws()
-                local d = sub(s, pos, pos)
-                pos = pos + 1
-                if d == "]" then return t end
-                if d ~= "," then err("expected , or ]") end
-            end
+            items("]", function() t[#t + 1] = value() end)
+            return t
         elseif c == '"' then
             return str()
         elseif sub(s, pos, pos + 3) == "true" then pos = pos + 4; return true
