@@ -9,6 +9,7 @@ use cqlframe::envelope::{envelope_bytes, Opcode, FLAG_USE_BETA};
 use cqlframe::{ErrorKind, Format, FrameSettings, FramingError};
 
 const MAX: u32 = 1 << 24;
+const CQL: (&str, &str) = ("CQL_VERSION", "3.0.0");
 
 /// What one side saw: (framed?, opcode) per envelope, and the switch.
 #[derive(Debug, Default, PartialEq)]
@@ -40,6 +41,26 @@ fn receive(conn: &mut Connection, bytes: &[u8], seen: &mut Seen) -> Result<(), F
     })
 }
 
+/// The rule `conn` reports refusing `bytes`.
+fn refused(conn: &mut Connection, bytes: &[u8]) -> &'static str {
+    receive(conn, bytes, &mut Seen::default())
+        .unwrap_err()
+        .rule()
+}
+
+/// `envelope` sent on `conn`: its bytes appended to `wire`.
+fn send(conn: &mut Connection, wire: &mut Vec<u8>, envelope: &[u8]) {
+    conn.send(&[envelope], wire).unwrap();
+}
+
+fn client() -> Connection {
+    Connection::new(Role::Client, MAX, SplitPolicy::DRIVERS)
+}
+
+fn server() -> Connection {
+    Connection::server(ServerOptions::default(), MAX, SplitPolicy::SERVER)
+}
+
 fn startup(version: u8, flags: u8, options: &[(&str, &str)]) -> Vec<u8> {
     envelope_bytes(
         version,
@@ -51,66 +72,46 @@ fn startup(version: u8, flags: u8, options: &[(&str, &str)]) -> Vec<u8> {
 }
 
 /// Runs OPTIONS, SUPPORTED, STARTUP, `response`, then a framed QUERY and a large RESULT.
-fn session(
-    version: u8,
-    flags: u8,
-    options: &[(&str, &str)],
-    server: ServerOptions,
-    response: Opcode,
-) -> (Seen, Seen) {
-    let mut client = Connection::new(Role::Client, MAX, SplitPolicy::DRIVERS);
-    let mut srv = Connection::server(server, MAX, SplitPolicy::SERVER);
+fn session(version: u8, flags: u8, options: &[(&str, &str)], response: Opcode) -> (Seen, Seen) {
+    let (mut client, mut srv) = (client(), server());
     let (mut c_seen, mut s_seen) = (Seen::default(), Seen::default());
     let resp = version | 0x80;
     let mut wire = Vec::new();
-    client
-        .send(
-            &[&envelope_bytes(version, flags, 0, Opcode::Options, &[])],
-            &mut wire,
-        )
-        .unwrap();
-    client
-        .send(&[&startup(version, flags, options)], &mut wire)
-        .unwrap();
+    send(
+        &mut client,
+        &mut wire,
+        &envelope_bytes(version, flags, 0, Opcode::Options, &[]),
+    );
+    send(&mut client, &mut wire, &startup(version, flags, options));
     receive(&mut srv, &wire, &mut s_seen).unwrap();
     let supported = body::string_multimap(&[("FRAME_CHECKSUMS", vec!["crc32", "crc32c"])]);
     let mut back = Vec::new();
-    srv.send(
-        &[&envelope_bytes(
-            resp,
-            flags,
-            0,
-            Opcode::Supported,
-            &supported,
-        )],
+    send(
+        &mut srv,
         &mut back,
-    )
-    .unwrap();
-    srv.send(&[&envelope_bytes(resp, flags, 1, response, &[])], &mut back)
-        .unwrap();
+        &envelope_bytes(resp, flags, 0, Opcode::Supported, &supported),
+    );
+    send(
+        &mut srv,
+        &mut back,
+        &envelope_bytes(resp, flags, 1, response, &[]),
+    );
     // Framed from here on (for v5+): a large result spanning several frames.
     let rows = vec![0x42u8; 300_000];
-    srv.send(
-        &[&envelope_bytes(resp, flags, 2, Opcode::Result, &rows)],
+    send(
+        &mut srv,
         &mut back,
-    )
-    .unwrap();
+        &envelope_bytes(resp, flags, 2, Opcode::Result, &rows),
+    );
     for chunk in back.chunks(777) {
         receive(&mut client, chunk, &mut c_seen).unwrap();
     }
     let mut query = Vec::new();
-    client
-        .send(
-            &[&envelope_bytes(
-                version,
-                flags,
-                2,
-                Opcode::Query,
-                b"SELECT 1",
-            )],
-            &mut query,
-        )
-        .unwrap();
+    send(
+        &mut client,
+        &mut query,
+        &envelope_bytes(version, flags, 2, Opcode::Query, b"SELECT 1"),
+    );
     receive(&mut srv, &query, &mut s_seen).unwrap();
     client.finish().unwrap();
     srv.finish().unwrap();
@@ -120,12 +121,8 @@ fn session(
 // LIFE-1, LIFE-3, LIFE-4, LIFE-5, NEG-1, NEG-3, NEG-5, FMT-13: CRC32C with LZ4 end to end.
 #[test]
 fn v5_lz4_crc32c_switches_after_ready() {
-    let options = [
-        ("CQL_VERSION", "3.0.0"),
-        ("COMPRESSION", "lz4"),
-        ("FRAME_CHECKSUM", "CRC32C"),
-    ];
-    let (c, s) = session(5, 0, &options, ServerOptions::default(), Opcode::Ready);
+    let options = [CQL, ("COMPRESSION", "lz4"), ("FRAME_CHECKSUM", "CRC32C")];
+    let (c, s) = session(5, 0, &options, Opcode::Ready);
     let expected = Negotiated {
         version: 5,
         settings: FrameSettings::new(Format::Lz4, PayloadChecksum::Crc32c),
@@ -155,13 +152,7 @@ fn v5_lz4_crc32c_switches_after_ready() {
 // LIFE-4, LIFE-5: AUTHENTICATE switches like READY.
 #[test]
 fn authenticate_switches_too() {
-    let (c, _) = session(
-        5,
-        0,
-        &[("CQL_VERSION", "3.0.0")],
-        ServerOptions::default(),
-        Opcode::Authenticate,
-    );
+    let (c, _) = session(5, 0, &[CQL], Opcode::Authenticate);
     assert_eq!(
         c.switched.map(|s| s.1.settings),
         Some(FrameSettings::default())
@@ -176,7 +167,6 @@ fn error_response_switches_to_defaults() {
         5,
         0,
         &[("COMPRESSION", "lz4"), ("FRAME_CHECKSUM", "crc32c")],
-        ServerOptions::default(),
         Opcode::Error,
     );
     assert_eq!(
@@ -189,13 +179,7 @@ fn error_response_switches_to_defaults() {
 // LIFE-2: a v4 connection never frames.
 #[test]
 fn v4_stays_unframed() {
-    let (c, s) = session(
-        4,
-        0,
-        &[("CQL_VERSION", "3.0.0")],
-        ServerOptions::default(),
-        Opcode::Ready,
-    );
+    let (c, s) = session(4, 0, &[CQL], Opcode::Ready);
     assert_eq!(c.switched, None);
     assert_eq!(c.envelopes.last(), Some(&(false, 0x08, 300_000)));
     assert_eq!(s.envelopes.last(), Some(&(false, 0x07, 8)));
@@ -205,15 +189,9 @@ fn v4_stays_unframed() {
 // envelope on its own (unframed ERROR in its version, with USE_BETA) and nothing switches.
 #[test]
 fn v6_beta_needs_use_beta() {
-    let (c, _) = session(
-        6,
-        FLAG_USE_BETA,
-        &[("CQL_VERSION", "3.0.0")],
-        ServerOptions::default(),
-        Opcode::Ready,
-    );
+    let (c, _) = session(6, FLAG_USE_BETA, &[CQL], Opcode::Ready);
     assert_eq!(c.switched.map(|s| s.1.version), Some(6));
-    let mut srv = Connection::server(ServerOptions::default(), MAX, SplitPolicy::SERVER);
+    let mut srv = server();
     let mut seen = Seen::default();
     let mut refused = None;
     srv.receive(&startup(6, 0, &[]), &mut |event| {
@@ -242,46 +220,30 @@ fn v6_beta_needs_use_beta() {
 // NEG-2, NEG-6, NEG-7, NEG-9: what the server decides from STARTUP.
 #[test]
 fn negotiation_decisions() {
-    use cqlframe::connection::negotiate;
-    let opts = |pairs: &[(&str, &str)]| {
-        pairs
+    let decide = |version: u8, options: &[(&str, &str)], server: &ServerOptions| {
+        let options: Vec<_> = options
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect::<Vec<_>>()
+            .collect();
+        cqlframe::connection::negotiate(version, &options, server)
+    };
+    let refusal = |options: &[(&str, &str)], server: &ServerOptions| {
+        decide(5, options, server).unwrap_err().rule()
     };
     let all = ServerOptions::default();
     assert_eq!(
-        negotiate(5, &opts(&[("compression", "LZ4")]), &all)
-            .unwrap()
-            .format,
+        decide(5, &[("compression", "LZ4")], &all).unwrap().format,
         Format::Lz4
     );
-    assert_eq!(
-        negotiate(5, &opts(&[("COMPRESSION", "snappy")]), &all)
-            .unwrap_err()
-            .rule(),
-        "NEG-2"
-    );
-    assert_eq!(
-        negotiate(5, &opts(&[("COMPRESSION", "")]), &all)
-            .unwrap_err()
-            .rule(),
-        "NEG-2"
-    );
-    assert_eq!(
-        negotiate(5, &opts(&[("FRAME_CHECKSUM", "adler")]), &all)
-            .unwrap_err()
-            .rule(),
-        "NEG-6"
-    );
+    assert_eq!(refusal(&[("COMPRESSION", "snappy")], &all), "NEG-2");
+    assert_eq!(refusal(&[("COMPRESSION", "")], &all), "NEG-2");
+    assert_eq!(refusal(&[("FRAME_CHECKSUM", "adler")], &all), "NEG-6");
     let crc32_only = ServerOptions {
         checksums: Some(vec![PayloadChecksum::Crc32]),
         ..all.clone()
     };
     assert_eq!(
-        negotiate(5, &opts(&[("FRAME_CHECKSUM", "crc32c")]), &crc32_only)
-            .unwrap_err()
-            .rule(),
+        refusal(&[("FRAME_CHECKSUM", "crc32c")], &crc32_only),
         "NEG-6"
     );
     let old = ServerOptions {
@@ -289,32 +251,27 @@ fn negotiation_decisions() {
         ..all.clone()
     };
     assert_eq!(
-        negotiate(5, &opts(&[("FRAME_CHECKSUM", "crc32c")]), &old).unwrap(),
+        decide(5, &[("FRAME_CHECKSUM", "crc32c")], &old).unwrap(),
         FrameSettings::default()
     );
     assert_eq!(
-        negotiate(4, &opts(&[("FRAME_CHECKSUM", "whatever")]), &all).unwrap(),
+        decide(4, &[("FRAME_CHECKSUM", "whatever")], &all).unwrap(),
         FrameSettings::default()
     );
-    let repeated = opts(&[("COMPRESSION", "lz4"), ("compression", "lz4")]);
-    assert_eq!(negotiate(5, &repeated, &all).unwrap_err().rule(), "NEG-9");
+    let repeated = [("COMPRESSION", "lz4"), ("compression", "lz4")];
+    assert_eq!(refusal(&repeated, &all), "NEG-9");
     let no_lz4 = ServerOptions {
         lz4: false,
         ..all.clone()
     };
-    assert_eq!(
-        negotiate(5, &opts(&[("COMPRESSION", "lz4")]), &no_lz4)
-            .unwrap_err()
-            .rule(),
-        "NEG-2"
-    );
+    assert_eq!(refusal(&[("COMPRESSION", "lz4")], &no_lz4), "NEG-2");
 }
 
 // NEG-4 / RECV-3: a client that asks an old server for CRC32C anyway gets frames with the bit
 // clear, and rejects the first one.
 #[test]
 fn crc32c_asked_of_old_server_fails_on_first_frame() {
-    let mut client = Connection::new(Role::Client, MAX, SplitPolicy::DRIVERS);
+    let mut client = client();
     let mut srv = Connection::server(
         ServerOptions {
             checksums: None,
@@ -324,46 +281,38 @@ fn crc32c_asked_of_old_server_fails_on_first_frame() {
         SplitPolicy::SERVER,
     );
     let mut wire = Vec::new();
-    client
-        .send(
-            &[&startup(5, 0, &[("FRAME_CHECKSUM", "crc32c")])],
-            &mut wire,
-        )
-        .unwrap();
+    send(
+        &mut client,
+        &mut wire,
+        &startup(5, 0, &[("FRAME_CHECKSUM", "crc32c")]),
+    );
     receive(&mut srv, &wire, &mut Seen::default()).unwrap();
     let mut back = Vec::new();
-    srv.send(
-        &[&envelope_bytes(0x85, 0, 1, Opcode::Ready, &[])],
+    send(
+        &mut srv,
         &mut back,
-    )
-    .unwrap();
-    srv.send(
-        &[&envelope_bytes(0x85, 0, 0, Opcode::Event, b"x")],
+        &envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]),
+    );
+    send(
+        &mut srv,
         &mut back,
-    )
-    .unwrap();
-    let err = receive(&mut client, &back, &mut Seen::default()).unwrap_err();
-    assert_eq!(err.rule(), "RECV-3");
+        &envelope_bytes(0x85, 0, 0, Opcode::Event, b"x"),
+    );
+    assert_eq!(refused(&mut client, &back), "RECV-3");
 }
 
 // LIFE-6: nothing between STARTUP and its response, on either side.
 #[test]
 fn pipelining_after_startup_is_refused() {
-    let mut client = Connection::new(Role::Client, MAX, SplitPolicy::DRIVERS);
+    let mut client = client();
     let mut wire = Vec::new();
-    client.send(&[&startup(5, 0, &[])], &mut wire).unwrap();
+    send(&mut client, &mut wire, &startup(5, 0, &[]));
     let err = client
         .send(&[&envelope_bytes(5, 0, 2, Opcode::Query, b"q")], &mut wire)
         .unwrap_err();
     assert_eq!(err.rule(), "LIFE-6");
     wire.extend(envelope_bytes(5, 0, 2, Opcode::Query, b"q"));
-    let mut srv = Connection::server(ServerOptions::default(), MAX, SplitPolicy::SERVER);
-    assert_eq!(
-        receive(&mut srv, &wire, &mut Seen::default())
-            .unwrap_err()
-            .rule(),
-        "LIFE-6"
-    );
+    assert_eq!(refused(&mut server(), &wire), "LIFE-6");
 }
 
 // LIFE-1, LIFE-3: a framed STARTUP is not an envelope; LIFE-7: an unframed one after the switch
@@ -372,53 +321,37 @@ fn pipelining_after_startup_is_refused() {
 fn framing_on_the_wrong_side_of_the_switch() {
     let mut framed = Vec::new();
     cqlframe::encoder::FrameEncoder::new(FrameSettings::default(), SplitPolicy::DRIVERS)
-        .write_envelopes(
-            [startup(5, 0, &[("CQL_VERSION", "3.0.0")]).as_slice()],
-            &mut framed,
-        );
-    let mut srv = Connection::server(ServerOptions::default(), MAX, SplitPolicy::SERVER);
-    assert_eq!(
-        receive(&mut srv, &framed, &mut Seen::default())
-            .unwrap_err()
-            .rule(),
-        "LIFE-3"
-    );
+        .write_envelopes([startup(5, 0, &[CQL]).as_slice()], &mut framed);
+    assert_eq!(refused(&mut server(), &framed), "LIFE-3");
 
-    let mut client = Connection::new(Role::Client, MAX, SplitPolicy::DRIVERS);
-    let mut sink = Vec::new();
-    client.send(&[&startup(5, 0, &[])], &mut sink).unwrap();
+    let mut client = client();
+    send(&mut client, &mut Vec::new(), &startup(5, 0, &[]));
     let mut back = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
     back.extend(envelope_bytes(0x85, 0, 0, Opcode::Event, b"unframed"));
-    assert_eq!(
-        receive(&mut client, &back, &mut Seen::default())
-            .unwrap_err()
-            .rule(),
-        "RECV-1"
-    );
+    assert_eq!(refused(&mut client, &back), "RECV-1");
 }
 
 // RECV-9: the stream ending inside an unframed envelope is reported.
 #[test]
 fn truncated_handshake() {
-    let mut srv = Connection::server(ServerOptions::default(), MAX, SplitPolicy::SERVER);
-    let s = startup(5, 0, &[("CQL_VERSION", "3.0.0")]);
+    let mut srv = server();
+    let s = startup(5, 0, &[CQL]);
     receive(&mut srv, &s[..s.len() - 1], &mut Seen::default()).unwrap();
     assert_eq!(srv.finish().unwrap_err().rule(), "RECV-9");
 }
 
 /// A server and client framed with defaults after READY; returns the client and server.
 fn framed_pair() -> (Connection, Connection) {
-    let mut client = Connection::new(Role::Client, MAX, SplitPolicy::DRIVERS);
-    let mut srv = Connection::server(ServerOptions::default(), MAX, SplitPolicy::SERVER);
+    let (mut client, mut srv) = (client(), server());
     let mut wire = Vec::new();
-    client.send(&[&startup(5, 0, &[])], &mut wire).unwrap();
+    send(&mut client, &mut wire, &startup(5, 0, &[]));
     receive(&mut srv, &wire, &mut Seen::default()).unwrap();
     let mut back = Vec::new();
-    srv.send(
-        &[&envelope_bytes(0x85, 0, 1, Opcode::Ready, &[])],
+    send(
+        &mut srv,
         &mut back,
-    )
-    .unwrap();
+        &envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]),
+    );
     receive(&mut client, &back, &mut Seen::default()).unwrap();
     (client, srv)
 }
@@ -490,10 +423,8 @@ fn envelope_compression_flag_ignored_and_never_sent() {
 // connection stays unframed.
 #[test]
 fn version_refusal_does_not_switch() {
-    let mut client = Connection::new(Role::Client, MAX, SplitPolicy::DRIVERS);
-    client
-        .send(&[&startup(5, 0, &[])], &mut Vec::new())
-        .unwrap();
+    let mut client = client();
+    send(&mut client, &mut Vec::new(), &startup(5, 0, &[]));
     let refusal = envelope_bytes(
         0x84,
         0,
@@ -554,10 +485,8 @@ fn server_error_response_is_framed_protocol_error() {
 // (found by the handshake fuzz target: bytes left behind by a failed receive).
 #[test]
 fn nothing_after_an_error_and_finish_is_safe() {
-    let mut srv = Connection::server(ServerOptions::default(), MAX, SplitPolicy::SERVER);
-    let err = receive(&mut srv, &[0u8; 10], &mut Seen::default()).unwrap_err();
-    assert_eq!(err.rule(), "LIFE-3");
-    let again = receive(&mut srv, &startup(5, 0, &[]), &mut Seen::default()).unwrap_err();
-    assert_eq!(again.rule(), "RECV-11");
+    let mut srv = server();
+    assert_eq!(refused(&mut srv, &[0u8; 10]), "LIFE-3");
+    assert_eq!(refused(&mut srv, &startup(5, 0, &[])), "RECV-11");
     assert_eq!(srv.finish(), Ok(()));
 }

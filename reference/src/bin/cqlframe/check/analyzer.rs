@@ -108,6 +108,16 @@ pub struct ConnSummary {
     pub kept: Vec<Violation>,
 }
 
+impl ConnSummary {
+    fn dir(&mut self, d: usize) -> &mut DirSummary {
+        if d == C2S {
+            &mut self.client_to_server
+        } else {
+            &mut self.server_to_client
+        }
+    }
+}
+
 /// The two Connections of a connection seen from its start.
 struct Pair {
     /// Server role: receives the client's bytes.
@@ -413,14 +423,6 @@ impl Analyzer {
         }
     }
 
-    fn dir_summary(&mut self, d: usize) -> &mut DirSummary {
-        if d == C2S {
-            &mut self.summary.client_to_server
-        } else {
-            &mut self.summary.server_to_client
-        }
-    }
-
     /// Records findings of direction `d`; `packet` is the packet being processed.
     fn report(&mut self, d: usize, found: Vec<Found>, packet: u64) {
         for f in found {
@@ -434,7 +436,7 @@ impl Analyzer {
             let keep = *count <= KEEP_PER_RULE || f.fatal;
             if f.fatal {
                 self.dirs[d].state = State::Stopped;
-                self.dir_summary(d).stopped_at = Some(f.offset);
+                self.summary.dir(d).stopped_at = Some(f.offset);
             }
             if keep {
                 let v = Violation {
@@ -469,16 +471,16 @@ impl Analyzer {
                     self.decide(d, bytes);
                 }
                 self.seen_data[d] = true;
-                self.dir_summary(d).bytes += bytes.len() as u64;
+                self.summary.dir(d).bytes += bytes.len() as u64;
                 self.dirs[d].note_packet(offset, packet);
                 self.data(d, bytes, packet);
             }
             Delivery::Gap { offset, missing } => {
-                self.dir_summary(d).lost_bytes += missing;
+                self.summary.dir(d).lost_bytes += missing;
                 self.gap(d, offset, missing);
             }
             Delivery::End { offset, reset } => {
-                self.dir_summary(d).closed = Some(if reset { "reset" } else { "fin" });
+                self.summary.dir(d).closed = Some(if reset { "reset" } else { "fin" });
                 if !reset {
                     self.finish(d, offset, packet);
                 }
@@ -529,11 +531,7 @@ impl Analyzer {
         let pair = self.pair.as_mut().expect("paired mode has a pair");
         let mut recreate = None;
         let mut negotiated = None;
-        let summary = if d == C2S {
-            &mut self.summary.client_to_server
-        } else {
-            &mut self.summary.server_to_client
-        };
+        let summary = self.summary.dir(d);
         let dir = &mut self.dirs[d];
         let mut checks = Checks {
             summary,
@@ -548,86 +546,71 @@ impl Analyzer {
             replay,
             ..
         } = pair;
-        let mut frame_at = 0;
-        let result = if d == C2S {
-            if server.negotiated().is_none() {
-                if let Some(r) = replay {
-                    if r.len() + bytes.len() <= REPLAY_LIMIT {
-                        r.extend_from_slice(bytes);
-                    } else {
-                        *replay = None;
-                    }
+        if d == C2S && server.negotiated().is_none() {
+            if let Some(r) = replay {
+                if r.len() + bytes.len() <= REPLAY_LIMIT {
+                    r.extend_from_slice(bytes);
+                } else {
+                    *replay = None;
                 }
             }
-            server.receive(bytes, &mut |event| {
-                match event {
-                    ConnectionEvent::Unframed { envelope, .. } => {
-                        checks.summary.unframed_envelopes += 1;
-                        if startup.is_none() {
-                            if envelope.header.opcode == Opcode::Startup as u8 {
-                                *startup = Some((
-                                    envelope.header.protocol_version(),
-                                    envelope.header.stream,
-                                ));
-                            }
-                            let mut sink = Vec::new();
-                            let _ = client.send(&[&envelope.to_bytes()], &mut sink);
-                        }
-                    }
-                    ConnectionEvent::Frame(f) => {
-                        frame_at = f.offset;
-                        checks.frame(f)
-                    }
-                    ConnectionEvent::Envelope(e) => checks.envelope(&e, frame_at),
-                    ConnectionEvent::Rejected { error, .. } => {
-                        checks.found.push(Found::rejected(&error))
-                    }
-                    ConnectionEvent::Switched { negotiated: n, .. } => {
-                        negotiated = Some(settings_name(Some(n.version), n.settings));
-                    }
-                }
-                Ok(())
-            })
+        }
+        // `peer` is the other side's Connection, shown the handshake envelopes.
+        let (receiver, peer) = if d == C2S {
+            (server, client)
         } else {
-            client.receive(bytes, &mut |event| {
-                match event {
-                    ConnectionEvent::Unframed { envelope, .. } => {
-                        checks.summary.unframed_envelopes += 1;
-                        let h = envelope.header;
+            (client, server)
+        };
+        let mut frame_at = 0;
+        let result = receiver.receive(bytes, &mut |event| {
+            match event {
+                ConnectionEvent::Unframed { envelope, .. } => {
+                    checks.summary.unframed_envelopes += 1;
+                    let h = envelope.header;
+                    let show = if d == C2S {
+                        // The client's envelopes up to and including the STARTUP.
+                        let before_startup = startup.is_none();
+                        if before_startup && h.opcode == Opcode::Startup as u8 {
+                            *startup = Some((h.protocol_version(), h.stream));
+                        }
+                        before_startup
+                    } else {
                         if h.opcode == Opcode::Supported as u8 && startup.is_none() {
                             recreate = Some(supported_options(envelope.body));
                         }
-                        if !*responded {
-                            let is_response = matches!(
-                                Opcode::from_u8(h.opcode),
-                                Some(Opcode::Ready | Opcode::Authenticate | Opcode::Error)
-                            );
-                            let refusal =
-                                startup.is_some_and(|(v, _)| h.version != v | RESPONSE_BIT);
-                            if startup.is_some() && is_response {
-                                *responded = true;
-                            }
-                            if !(is_response && refusal) {
-                                let mut sink = Vec::new();
-                                let _ = server.send(&[&envelope.to_bytes()], &mut sink);
-                            }
+                        // The server's envelopes up to the STARTUP response, unless that
+                        // response refuses the STARTUP's version.
+                        let is_response = matches!(
+                            Opcode::from_u8(h.opcode),
+                            Some(Opcode::Ready | Opcode::Authenticate | Opcode::Error)
+                        );
+                        let refusal = is_response
+                            && startup.is_some_and(|(v, _)| h.version != v | RESPONSE_BIT);
+                        let show = !(*responded || refusal);
+                        if startup.is_some() && is_response {
+                            *responded = true;
                         }
-                    }
-                    ConnectionEvent::Frame(f) => {
-                        frame_at = f.offset;
-                        checks.frame(f)
-                    }
-                    ConnectionEvent::Envelope(e) => checks.envelope(&e, frame_at),
-                    ConnectionEvent::Rejected { error, .. } => {
-                        checks.found.push(Found::rejected(&error))
-                    }
-                    ConnectionEvent::Switched { negotiated: n, .. } => {
-                        negotiated = Some(settings_name(Some(n.version), n.settings));
+                        show
+                    };
+                    if show {
+                        let mut sink = Vec::new();
+                        let _ = peer.send(&[&envelope.to_bytes()], &mut sink);
                     }
                 }
-                Ok(())
-            })
-        };
+                ConnectionEvent::Frame(f) => {
+                    frame_at = f.offset;
+                    checks.frame(f)
+                }
+                ConnectionEvent::Envelope(e) => checks.envelope(&e, frame_at),
+                ConnectionEvent::Rejected { error, .. } => {
+                    checks.found.push(Found::rejected(&error))
+                }
+                ConnectionEvent::Switched { negotiated: n, .. } => {
+                    negotiated = Some(settings_name(Some(n.version), n.settings));
+                }
+            }
+            Ok(())
+        });
         if let Err(e) = result {
             found.push(Found::error(&e));
         }
@@ -641,11 +624,7 @@ impl Analyzer {
     }
 
     fn framed(&mut self, d: usize, bytes: &[u8], found: &mut Vec<Found>) {
-        let summary = if d == C2S {
-            &mut self.summary.client_to_server
-        } else {
-            &mut self.summary.server_to_client
-        };
+        let summary = self.summary.dir(d);
         let dir = &mut self.dirs[d];
         let State::Framed { decoder, version } = &mut dir.state else {
             return;
@@ -720,7 +699,7 @@ impl Analyzer {
                 let version = s.version;
                 let offset = s.base + at as u64;
                 let rest = s.buf.split_off(at);
-                self.dir_summary(d).joined_at = Some(offset);
+                self.summary.dir(d).joined_at = Some(offset);
                 let name = settings_name(version, settings);
                 self.summary.notes.push(format!(
                     "{}: decoding from byte {offset} ({name})",
@@ -800,15 +779,15 @@ impl Analyzer {
     /// Summary at the end: directions still open are noted.
     pub fn close(mut self) -> ConnSummary {
         for d in [C2S, S2C] {
-            if self.dir_summary(d).closed.is_none() && self.seen_data[d] {
-                self.dir_summary(d).closed = Some("open at the end of the capture");
+            if self.summary.dir(d).closed.is_none() && self.seen_data[d] {
+                self.summary.dir(d).closed = Some("open at the end of the capture");
             }
         }
         self.summary
     }
 
     pub fn set_tcp_stats(&mut self, d: usize, retransmitted: u64) {
-        self.dir_summary(d).retransmitted_bytes = retransmitted;
+        self.summary.dir(d).retransmitted_bytes = retransmitted;
     }
 }
 

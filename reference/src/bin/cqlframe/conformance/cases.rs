@@ -1,6 +1,8 @@
 //! The case catalogue (`conformance/cases.toml`): what each case asks the driver to do, what the
 //! server does, and what the harness expects.
 
+use cqlframe::checksum::PayloadChecksum;
+use cqlframe::connection::ServerOptions;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -208,6 +210,20 @@ fn default_true() -> bool {
 }
 fn default_capacity() -> usize {
     131_060
+}
+
+impl ServerScript {
+    /// What the server's `Connection` accepts, and its SUPPORTED lists.
+    pub fn server_options(&self) -> ServerOptions {
+        ServerOptions {
+            lz4: self.lz4,
+            checksums: match self.checksums.as_str() {
+                "absent" => None,
+                "crc32" => Some(vec![PayloadChecksum::Crc32]),
+                _ => Some(vec![PayloadChecksum::Crc32, PayloadChecksum::Crc32c]),
+            },
+        }
+    }
 }
 
 impl Default for ServerScript {

@@ -14,6 +14,7 @@
 //! | `INSERT INTO ks.t ... 0x<hex> ...` | Void; the blob is checked against [`blob_pattern`] |
 //! | anything else (DDL, other DML) | Void |
 
+use cqlframe::connection::ServerOptions;
 use sha2::{Digest, Sha256};
 
 pub const RESULT_VOID: i32 = 1;
@@ -22,7 +23,7 @@ pub const RESULT_SET_KEYSPACE: i32 = 3;
 pub const RESULT_PREPARED: i32 = 4;
 
 /// CQL type option ids.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CqlType {
     Blob,
     Int,
@@ -63,6 +64,11 @@ pub struct Table {
     pub table: String,
     pub columns: Vec<Column>,
     pub rows: Vec<Vec<Option<Vec<u8>>>>,
+}
+
+/// Columns from `(name, type)` pairs.
+fn columns(spec: &[(&'static str, CqlType)]) -> Vec<Column> {
+    spec.iter().map(|&(name, ty)| Column { name, ty }).collect()
 }
 
 // ---- primitive writers -------------------------------------------------------------------
@@ -137,6 +143,34 @@ impl<'a> Reader<'a> {
         }
         self.take(n as usize).map(Some)
     }
+    /// Skips a Rows result's metadata (flags, column count, paging state, new metadata id,
+    /// table and column specs); returns the column count.
+    pub fn rows_metadata(&mut self) -> Result<i32, String> {
+        let flags = self.int()?;
+        let columns = self.int()?;
+        if flags & 0x0002 != 0 {
+            self.bytes()?;
+        }
+        if flags & 0x0008 != 0 {
+            self.short_bytes()?;
+        }
+        if flags & 0x0004 == 0 {
+            if flags & 0x0001 != 0 {
+                self.string()?;
+                self.string()?;
+            }
+            for _ in 0..columns {
+                if flags & 0x0001 == 0 {
+                    self.string()?;
+                    self.string()?;
+                }
+                self.string()?;
+                self.skip_option()?;
+            }
+        }
+        Ok(columns)
+    }
+
     /// Skips a type [option] (recursively for collections).
     pub fn skip_option(&mut self) -> Result<(), String> {
         match self.short()? {
@@ -238,18 +272,21 @@ pub fn statement_id(query: &str) -> Vec<u8> {
 }
 
 /// SUPPORTED body: what the conformance server offers.
-pub fn supported_body(lz4: bool, checksums: Option<&[&str]>, max_version: u8) -> Vec<u8> {
+pub fn supported_body(options: &ServerOptions, max_version: u8) -> Vec<u8> {
     let versions = ["3/v3", "4/v4", "5/v5", "6/v6-beta"];
     let mut entries: Vec<(&str, Vec<&str>)> = vec![
         ("CQL_VERSION", vec!["3.4.7"]),
-        ("COMPRESSION", if lz4 { vec!["lz4"] } else { vec![] }),
+        (
+            "COMPRESSION",
+            if options.lz4 { vec!["lz4"] } else { vec![] },
+        ),
         (
             "PROTOCOL_VERSIONS",
             versions[..usize::from(max_version.clamp(3, 6) - 2)].to_vec(),
         ),
     ];
-    if let Some(c) = checksums {
-        entries.push(("FRAME_CHECKSUMS", c.to_vec()));
+    if let Some(c) = &options.checksums {
+        entries.push(("FRAME_CHECKSUMS", c.iter().map(|c| c.name()).collect()));
     }
     cqlframe::body::string_multimap(&entries)
 }
@@ -340,80 +377,26 @@ fn set_of_text(items: &[&str]) -> Option<Vec<u8>> {
 /// tokens).
 pub fn system_local(port: u16) -> Table {
     use CqlType::*;
-    let columns = vec![
-        Column {
-            name: "key",
-            ty: Text,
-        },
-        Column {
-            name: "bootstrapped",
-            ty: Text,
-        },
-        Column {
-            name: "broadcast_address",
-            ty: Inet,
-        },
-        Column {
-            name: "broadcast_port",
-            ty: Int,
-        },
-        Column {
-            name: "cluster_name",
-            ty: Text,
-        },
-        Column {
-            name: "cql_version",
-            ty: Text,
-        },
-        Column {
-            name: "data_center",
-            ty: Text,
-        },
-        Column {
-            name: "host_id",
-            ty: Uuid,
-        },
-        Column {
-            name: "listen_address",
-            ty: Inet,
-        },
-        Column {
-            name: "listen_port",
-            ty: Int,
-        },
-        Column {
-            name: "native_protocol_version",
-            ty: Text,
-        },
-        Column {
-            name: "partitioner",
-            ty: Text,
-        },
-        Column {
-            name: "rack",
-            ty: Text,
-        },
-        Column {
-            name: "release_version",
-            ty: Text,
-        },
-        Column {
-            name: "rpc_address",
-            ty: Inet,
-        },
-        Column {
-            name: "rpc_port",
-            ty: Int,
-        },
-        Column {
-            name: "schema_version",
-            ty: Uuid,
-        },
-        Column {
-            name: "tokens",
-            ty: SetOfText,
-        },
-    ];
+    let columns = columns(&[
+        ("key", Text),
+        ("bootstrapped", Text),
+        ("broadcast_address", Inet),
+        ("broadcast_port", Int),
+        ("cluster_name", Text),
+        ("cql_version", Text),
+        ("data_center", Text),
+        ("host_id", Uuid),
+        ("listen_address", Inet),
+        ("listen_port", Int),
+        ("native_protocol_version", Text),
+        ("partitioner", Text),
+        ("rack", Text),
+        ("release_version", Text),
+        ("rpc_address", Inet),
+        ("rpc_port", Int),
+        ("schema_version", Uuid),
+        ("tokens", SetOfText),
+    ]);
     let lo = Some(vec![127, 0, 0, 1]);
     let row = vec![
         text("local"),
@@ -496,40 +479,16 @@ pub fn system_peers(name: &str) -> Table {
     Table {
         keyspace: "system".into(),
         table: name.into(),
-        columns: vec![
-            Column {
-                name: "peer",
-                ty: Inet,
-            },
-            Column {
-                name: "data_center",
-                ty: Text,
-            },
-            Column {
-                name: "host_id",
-                ty: Uuid,
-            },
-            Column {
-                name: "rack",
-                ty: Text,
-            },
-            Column {
-                name: "release_version",
-                ty: Text,
-            },
-            Column {
-                name: "rpc_address",
-                ty: Inet,
-            },
-            Column {
-                name: "schema_version",
-                ty: Uuid,
-            },
-            Column {
-                name: "tokens",
-                ty: SetOfText,
-            },
-        ],
+        columns: columns(&[
+            ("peer", Inet),
+            ("data_center", Text),
+            ("host_id", Uuid),
+            ("rack", Text),
+            ("release_version", Text),
+            ("rpc_address", Inet),
+            ("schema_version", Uuid),
+            ("tokens", SetOfText),
+        ]),
         rows: vec![],
     }
 }
@@ -540,10 +499,7 @@ pub fn empty_table(keyspace: &str, table: &str) -> Table {
     Table {
         keyspace: keyspace.into(),
         table: table.into(),
-        columns: vec![Column {
-            name: "keyspace_name",
-            ty: CqlType::Text,
-        }],
+        columns: columns(&[("keyspace_name", CqlType::Text)]),
         rows: vec![],
     }
 }
@@ -565,16 +521,7 @@ pub fn test_table(rows: usize, row_size: usize) -> Table {
     Table {
         keyspace: "ks".into(),
         table: "t".into(),
-        columns: vec![
-            Column {
-                name: "k",
-                ty: CqlType::Int,
-            },
-            Column {
-                name: "v",
-                ty: CqlType::Blob,
-            },
-        ],
+        columns: columns(&[("k", CqlType::Int), ("v", CqlType::Blob)]),
         rows: (0..rows as i32)
             .map(|k| vec![int(k), Some(row_value(k, row_size))])
             .collect(),
@@ -610,28 +557,7 @@ pub fn parse_kv_rows(body: &[u8]) -> Result<Option<KvRows>, String> {
     if r.int()? != RESULT_ROWS {
         return Ok(None);
     }
-    let flags = r.int()?;
-    let columns = r.int()?;
-    if flags & 0x0002 != 0 {
-        r.bytes()?;
-    }
-    if flags & 0x0008 != 0 {
-        r.short_bytes()?;
-    }
-    if flags & 0x0004 == 0 {
-        if flags & 0x0001 != 0 {
-            r.string()?;
-            r.string()?;
-        }
-        for _ in 0..columns {
-            if flags & 0x0001 == 0 {
-                r.string()?;
-                r.string()?;
-            }
-            r.string()?;
-            r.skip_option()?;
-        }
-    }
+    let columns = r.rows_metadata()?;
     let count = r.int()?;
     let mut rows = Vec::new();
     for _ in 0..count {
@@ -678,17 +604,22 @@ pub fn first_blob_literal(query: &str) -> Option<Vec<u8>> {
 
 // ---- client request bodies -----------------------------------------------------------------
 
-/// QUERY body: the query at consistency ONE, no values, flags 0 (an [int] on v5+, a [byte]
-/// before).
-pub fn query_body(query: &str, version: u8) -> Vec<u8> {
-    let mut out = Vec::new();
-    put_long_string(&mut out, query);
+/// The query parameters of QUERY and EXECUTE: consistency ONE, flags 0 (an [int] on v5+, a
+/// [byte] before), so no values.
+fn put_query_parameters(out: &mut Vec<u8>, version: u8) {
     out.extend_from_slice(&1u16.to_be_bytes());
     if version >= 5 {
         out.extend_from_slice(&0i32.to_be_bytes());
     } else {
         out.push(0);
     }
+}
+
+/// QUERY body: the query, no values.
+pub fn query_body(query: &str, version: u8) -> Vec<u8> {
+    let mut out = Vec::new();
+    put_long_string(&mut out, query);
+    put_query_parameters(&mut out, version);
     out
 }
 
@@ -709,12 +640,7 @@ pub fn execute_body(id: &[u8], metadata_id: Option<&[u8]>, version: u8) -> Vec<u
     if let Some(m) = metadata_id {
         put_short_bytes(&mut out, m);
     }
-    out.extend_from_slice(&1u16.to_be_bytes());
-    if version >= 5 {
-        out.extend_from_slice(&0i32.to_be_bytes());
-    } else {
-        out.push(0);
-    }
+    put_query_parameters(&mut out, version);
     out
 }
 
@@ -738,28 +664,7 @@ pub fn describe_result(body: &[u8]) -> String {
 fn parse_rows_count(body: &[u8]) -> Option<i32> {
     let mut r = Reader(body);
     r.int().ok()?;
-    let flags = r.int().ok()?;
-    let columns = r.int().ok()?;
-    if flags & 0x0002 != 0 {
-        r.bytes().ok()?;
-    }
-    if flags & 0x0008 != 0 {
-        r.short_bytes().ok()?;
-    }
-    if flags & 0x0004 == 0 {
-        if flags & 0x0001 != 0 {
-            r.string().ok()?;
-            r.string().ok()?;
-        }
-        for _ in 0..columns {
-            if flags & 0x0001 == 0 {
-                r.string().ok()?;
-                r.string().ok()?;
-            }
-            r.string().ok()?;
-            r.skip_option().ok()?;
-        }
-    }
+    r.rows_metadata().ok()?;
     r.int().ok()
 }
 

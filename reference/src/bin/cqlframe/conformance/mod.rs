@@ -118,7 +118,8 @@ fn load(path: Option<PathBuf>) -> Result<cases::Catalogue, Failure> {
     cases::load(&path).map_err(Failure::Io)
 }
 
-fn matches(id: &str, patterns: &[String]) -> bool {
+/// Whether `id` is one of `patterns` (ids, or prefixes ending in `*`).
+pub(crate) fn matches(id: &str, patterns: &[String]) -> bool {
     patterns.iter().any(|p| match p.strip_suffix('*') {
         Some(prefix) => id.starts_with(prefix),
         None => id == p,
@@ -240,11 +241,7 @@ fn run_suite(args: RunArgs) -> Result<(), Failure> {
                 case.id,
                 r.outcome.name(),
                 r.adapter.seconds,
-                if r.outcome == runner::Outcome::Pass {
-                    String::new()
-                } else {
-                    r.summary.chars().take(110).collect()
-                }
+                r.progress_note()
             );
             results.push(r);
         }

@@ -72,6 +72,17 @@ pub struct CaseResult {
     pub pcap: Option<String>,
 }
 
+impl CaseResult {
+    /// What a progress line shows after the outcome: nothing for a PASS, else the summary's start.
+    pub fn progress_note(&self) -> String {
+        if self.outcome == Outcome::Pass {
+            String::new()
+        } else {
+            self.summary.chars().take(110).collect()
+        }
+    }
+}
+
 /// A driver adapter: `conformance/drivers/<name>/run`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Driver {

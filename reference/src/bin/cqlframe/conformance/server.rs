@@ -8,7 +8,7 @@ use super::cql_results::{self as cql, Route};
 use super::frames::{self, Layout, OutFrame};
 use cqlframe::body;
 use cqlframe::checksum::PayloadChecksum;
-use cqlframe::connection::{Connection, ConnectionEvent, ServerOptions};
+use cqlframe::connection::{Connection, ConnectionEvent};
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::encoder::SplitPolicy;
 use cqlframe::envelope::{
@@ -266,20 +266,15 @@ struct Conn {
 fn serve(shared: Arc<Shared>, id: usize, stream: TcpStream) {
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
-    let script = &shared.script;
-    let options = ServerOptions {
-        lz4: script.lz4,
-        checksums: match script.checksums.as_str() {
-            "absent" => None,
-            "crc32" => Some(vec![PayloadChecksum::Crc32]),
-            _ => Some(vec![PayloadChecksum::Crc32, PayloadChecksum::Crc32c]),
-        },
-    };
     let mut c = Conn {
         id,
         shared: shared.clone(),
         stream,
-        conn: Connection::server(options, MAX_BODY, SplitPolicy::SERVER),
+        conn: Connection::server(
+            shared.script.server_options(),
+            MAX_BODY,
+            SplitPolicy::SERVER,
+        ),
         first: Some(Vec::new()),
         keyspace: None,
         layout: None,
@@ -615,15 +610,7 @@ impl Conn {
         let (opcode, reply): (Opcode, Vec<u8>) = match op {
             Some(Opcode::Options) => (
                 Opcode::Supported,
-                cql::supported_body(
-                    script.lz4,
-                    match script.checksums.as_str() {
-                        "absent" => None,
-                        "crc32" => Some(&["crc32"][..]),
-                        _ => Some(&["crc32", "crc32c"][..]),
-                    },
-                    script.max_version,
-                ),
+                cql::supported_body(&script.server_options(), script.max_version),
             ),
             Some(Opcode::Startup) if unframed && self.refusal(&h) => return,
             Some(Opcode::Startup) => {
@@ -632,15 +619,8 @@ impl Conn {
                     r.startup_version = Some(version);
                     r.startup_options = options.clone();
                 });
-                let server_options = ServerOptions {
-                    lz4: script.lz4,
-                    checksums: match script.checksums.as_str() {
-                        "absent" => None,
-                        "crc32" => Some(vec![PayloadChecksum::Crc32]),
-                        _ => Some(vec![PayloadChecksum::Crc32, PayloadChecksum::Crc32c]),
-                    },
-                };
-                let decided = cqlframe::connection::negotiate(version, &options, &server_options);
+                let decided =
+                    cqlframe::connection::negotiate(version, &options, &script.server_options());
                 match decided {
                     _ if script.startup_error => {
                         self.shared.with_conn(self.id, |r| r.startup_error = true);

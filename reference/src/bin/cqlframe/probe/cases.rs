@@ -70,6 +70,23 @@ impl Verdict {
         self.check(rule, level, false, message);
     }
 
+    /// Fails `rule`: `request` was answered with `opcode`, not what the case waits for.
+    fn wrong_answer(&mut self, rule: &str, request: &str, opcode: u8) {
+        self.fail(
+            rule,
+            MUST,
+            format!("{request} answered with {}", opcode_name(opcode)),
+        );
+    }
+
+    /// Whether the server offers what the case needs; if not, the case is unsupported (`why`).
+    fn needs(&mut self, offered: bool, why: &str) -> bool {
+        if !offered {
+            self.unsupported = Some(why.into());
+        }
+        offered
+    }
+
     fn keep(&mut self, p: Probe) {
         self.logs.push(p.log);
     }
@@ -96,6 +113,25 @@ fn big_query(size: usize) -> String {
     format!("{head}{} */", "x".repeat(pad))
 }
 
+/// Whether the server lists lz4; the case is unsupported if not.
+fn needs_lz4(ctx: &Ctx, v: &mut Verdict) -> bool {
+    v.needs(
+        ctx.offers("COMPRESSION", "lz4"),
+        "the server does not list lz4",
+    )
+}
+
+/// A new connection as `version`; failing `rule` if there is none.
+fn connect(ctx: &Ctx, v: &mut Verdict, version: u8, rule: &str) -> Option<Probe> {
+    match Probe::connect(&ctx.target, version, ctx.timeout) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            v.fail(rule, MUST, e);
+            None
+        }
+    }
+}
+
 /// A new connection through OPTIONS and STARTUP with `options`, READY expected.
 fn ready(
     ctx: &Ctx,
@@ -104,13 +140,7 @@ fn ready(
     options: &[(&str, &str)],
     rule: &str,
 ) -> Option<Probe> {
-    let mut p = match Probe::connect(&ctx.target, version, ctx.timeout) {
-        Ok(p) => p,
-        Err(e) => {
-            v.fail(rule, MUST, e);
-            return None;
-        }
-    };
+    let mut p = connect(ctx, v, version, rule)?;
     match p.handshake(options) {
         Ok((h, _)) if h.opcode == Opcode::Ready as u8 => Some(p),
         Ok((h, _)) if h.opcode == Opcode::Authenticate as u8 => {
@@ -136,6 +166,15 @@ fn ready(
             None
         }
     }
+}
+
+/// [`ready`] on v5 with CQL_VERSION, and COMPRESSION=lz4 when `lz4` (the case unsupported if
+/// the server does not list lz4).
+fn ready_v5(ctx: &Ctx, v: &mut Verdict, lz4: bool, rule: &str) -> Option<Probe> {
+    if lz4 && !needs_lz4(ctx, v) {
+        return None;
+    }
+    ready(ctx, v, 5, if lz4 { &[CQL, LZ4] } else { &[CQL] }, rule)
 }
 
 /// A QUERY whose RESULT must come back; `what` describes the delivery for the messages.
@@ -168,11 +207,7 @@ fn supported_ok(p: &mut Probe, v: &mut Verdict, stream: i16, rule: &str, what: &
         Ok((h, _, _)) if h.opcode == Opcode::Supported as u8 => {
             v.pass(rule, MUST, format!("{what}: SUPPORTED received"))
         }
-        Ok((h, _, _)) => v.fail(
-            rule,
-            MUST,
-            format!("{what}: answered with {}", opcode_name(h.opcode)),
-        ),
+        Ok((h, _, _)) => v.wrong_answer(rule, &format!("{what}:"), h.opcode),
         Err(e) => v.fail(rule, MUST, format!("{what}: {e}")),
     }
 }
@@ -180,9 +215,8 @@ fn supported_ok(p: &mut Probe, v: &mut Verdict, stream: i16, rule: &str, what: &
 // ---- negotiation ----------------------------------------------------------------------------
 
 fn options(ctx: &mut Ctx, v: &mut Verdict) {
-    let mut p = match Probe::connect(&ctx.target, 5, ctx.timeout) {
-        Ok(p) => p,
-        Err(e) => return v.fail("LIFE-1", MUST, e),
+    let Some(mut p) = connect(ctx, v, 5, "LIFE-1") else {
+        return;
     };
     match p.call(Opcode::Options, &[]) {
         Ok((h, b)) if h.opcode == Opcode::Supported as u8 => {
@@ -211,11 +245,7 @@ fn options(ctx: &mut Ctx, v: &mut Verdict) {
                 v.informational = Some("SUPPORTED has no FRAME_CHECKSUMS (NEG-3): a protocol v5 server that predates FRAME_CHECKSUM".into());
             }
         }
-        Ok((h, _)) => v.fail(
-            "LIFE-1",
-            MUST,
-            format!("OPTIONS answered with {}", opcode_name(h.opcode)),
-        ),
+        Ok((h, _)) => v.wrong_answer("LIFE-1", "OPTIONS", h.opcode),
         Err(e) => v.fail("LIFE-1", MUST, format!("OPTIONS: {e}")),
     }
     v.keep(p);
@@ -249,11 +279,7 @@ fn startup(ctx: &mut Ctx, v: &mut Verdict) {
                 format!("framed QUERY answered; release_version {:?}", ctx.release),
             );
         } else {
-            v.fail(
-                "NEG-1",
-                MUST,
-                format!("QUERY answered with {}", opcode_name(h.opcode)),
-            );
+            v.wrong_answer("NEG-1", "QUERY", h.opcode);
         }
     } else {
         v.fail("NEG-1", MUST, "no answer to a framed QUERY");
@@ -272,11 +298,7 @@ fn release_version(b: &[u8]) -> Option<String> {
 }
 
 fn startup_lz4(ctx: &mut Ctx, v: &mut Verdict) {
-    if !ctx.offers("COMPRESSION", "lz4") {
-        v.unsupported = Some("the server does not list lz4".into());
-        return;
-    }
-    let Some(mut p) = ready(ctx, v, 5, &[CQL, LZ4], "NEG-1") else {
+    let Some(mut p) = ready_v5(ctx, v, true, "NEG-1") else {
         return;
     };
     let (s1, e1) = p.envelope(Opcode::Options, &[]);
@@ -294,8 +316,7 @@ fn startup_lz4(ctx: &mut Ctx, v: &mut Verdict) {
 }
 
 fn v6_beta(ctx: &mut Ctx, v: &mut Verdict) {
-    if !ctx.beta() {
-        v.unsupported = Some("PROTOCOL_VERSIONS lists no 6/v6-beta".into());
+    if !v.needs(ctx.beta(), "PROTOCOL_VERSIONS lists no 6/v6-beta") {
         return;
     }
     let Some(mut p) = ready(ctx, v, 6, &[CQL], "ENV-5") else {
@@ -322,13 +343,11 @@ fn v6_beta(ctx: &mut Ctx, v: &mut Verdict) {
 }
 
 fn v6_without_flag(ctx: &mut Ctx, v: &mut Verdict) {
-    if !ctx.beta() {
-        v.unsupported = Some("PROTOCOL_VERSIONS lists no 6/v6-beta".into());
+    if !v.needs(ctx.beta(), "PROTOCOL_VERSIONS lists no 6/v6-beta") {
         return;
     }
-    let mut p = match Probe::connect(&ctx.target, 6, ctx.timeout) {
-        Ok(p) => p,
-        Err(e) => return v.fail("ENV-5", MUST, e),
+    let Some(mut p) = connect(ctx, v, 6, "ENV-5") else {
+        return;
     };
     let startup = envelope_bytes(6, 0, 1, Opcode::Startup, &body::string_map(&[CQL]));
     p.note(
@@ -349,14 +368,7 @@ fn v6_without_flag(ctx: &mut Ctx, v: &mut Verdict) {
                 ),
             );
         }
-        Ok((h, _)) => v.fail(
-            "ENV-5",
-            MUST,
-            format!(
-                "a v6 STARTUP without USE_BETA answered with {}",
-                opcode_name(h.opcode)
-            ),
-        ),
+        Ok((h, _)) => v.wrong_answer("ENV-5", "a v6 STARTUP without USE_BETA", h.opcode),
         Err(e) => v.fail("ENV-5", MUST, format!("v6 STARTUP without USE_BETA: {e}")),
     }
     // No switch follows: the connection is unframed (or closed).
@@ -447,9 +459,8 @@ fn crc32c_anyway(ctx: &mut Ctx, v: &mut Verdict) {
         v.unsupported = Some("the server lists crc32c: asking for it is the normal case".into());
         return;
     }
-    let mut p = match Probe::connect(&ctx.target, 5, ctx.timeout) {
-        Ok(p) => p,
-        Err(e) => return v.fail("NEG-6", MUST, e),
+    let Some(mut p) = connect(ctx, v, 5, "NEG-6") else {
+        return;
     };
     match p.handshake(&[CQL, ("FRAME_CHECKSUM", "crc32c")]) {
         Ok((h, _)) if h.opcode == Opcode::Error as u8 => {
@@ -467,20 +478,15 @@ fn crc32c_anyway(ctx: &mut Ctx, v: &mut Verdict) {
             let after = p.aftermath(ctx.fault_wait);
             judge_fault(v, "RECV-2", FrameSettings::default(), &after, ctx);
         }
-        Ok((h, _)) => v.fail(
-            "NEG-6",
-            MUST,
-            format!("STARTUP answered with {}", opcode_name(h.opcode)),
-        ),
+        Ok((h, _)) => v.wrong_answer("NEG-6", "STARTUP", h.opcode),
         Err(e) => v.fail("NEG-6", MUST, format!("handshake: {e}")),
     }
     v.keep(p);
 }
 
 fn snappy(ctx: &mut Ctx, v: &mut Verdict) {
-    let mut p = match Probe::connect(&ctx.target, 5, ctx.timeout) {
-        Ok(p) => p,
-        Err(e) => return v.fail("NEG-2", MUST, e),
+    let Some(mut p) = connect(ctx, v, 5, "NEG-2") else {
+        return;
     };
     match p.handshake(&[CQL, ("COMPRESSION", "snappy")]) {
         Ok((h, b)) if h.opcode == Opcode::Error as u8 => {
@@ -492,22 +498,14 @@ fn snappy(ctx: &mut Ctx, v: &mut Verdict) {
                 format!("ERROR {code:#06x} {m}"),
             );
         }
-        Ok((h, _)) => v.fail(
-            "NEG-2",
-            MUST,
-            format!(
-                "COMPRESSION=snappy on v5 answered with {}",
-                opcode_name(h.opcode)
-            ),
-        ),
+        Ok((h, _)) => v.wrong_answer("NEG-2", "COMPRESSION=snappy on v5", h.opcode),
         Err(e) => v.fail("NEG-2", MUST, format!("handshake: {e}")),
     }
     v.keep(p);
 }
 
 fn startup_error(ctx: &mut Ctx, v: &mut Verdict) {
-    if !ctx.offers("COMPRESSION", "lz4") {
-        v.unsupported = Some("the server does not list lz4".into());
+    if !needs_lz4(ctx, v) {
         return;
     }
     // COMPRESSION=lz4 with a STARTUP refused for another reason: no CQL_VERSION (Apache
@@ -516,9 +514,8 @@ fn startup_error(ctx: &mut Ctx, v: &mut Verdict) {
     let attempts: [&[(&str, &str)]; 2] = [&[LZ4], &[CQL, LZ4, ("compression", "lz4")]];
     let mut refused = None;
     for options in attempts {
-        let mut p = match Probe::connect(&ctx.target, 5, ctx.timeout) {
-            Ok(p) => p,
-            Err(e) => return v.fail("LIFE-8", MUST, e),
+        let Some(mut p) = connect(ctx, v, 5, "LIFE-8") else {
+            return;
         };
         match p.handshake(options) {
             Ok((h, b)) if h.opcode == Opcode::Error as u8 => {
@@ -666,15 +663,7 @@ fn reserved_bits(ctx: &mut Ctx, v: &mut Verdict) {
 
 /// A large QUERY as a sequence cut at `piece` bytes.
 fn large(ctx: &mut Ctx, v: &mut Verdict, lz4: bool, piece: usize, chop: usize) {
-    let mut options = vec![CQL];
-    if lz4 {
-        if !ctx.offers("COMPRESSION", "lz4") {
-            v.unsupported = Some("the server does not list lz4".into());
-            return;
-        }
-        options.push(LZ4);
-    }
-    let Some(mut p) = ready(ctx, v, 5, &options, "RECV-6") else {
+    let Some(mut p) = ready_v5(ctx, v, lz4, "RECV-6") else {
         return;
     };
     let (s, e) = p.envelope(Opcode::Query, &query_body(&big_query(400_000)));
@@ -852,15 +841,7 @@ fn fault(
     what: &str,
     build: &dyn Fn(&mut Probe) -> Vec<u8>,
 ) {
-    let mut options = vec![CQL];
-    if lz4 {
-        if !ctx.offers("COMPRESSION", "lz4") {
-            v.unsupported = Some("the server does not list lz4".into());
-            return;
-        }
-        options.push(LZ4);
-    }
-    let Some(mut p) = ready(ctx, v, 5, &options, rule) else {
+    let Some(mut p) = ready_v5(ctx, v, lz4, rule) else {
         return;
     };
     let bytes = build(&mut p);

@@ -64,12 +64,9 @@ pub struct Aftermath {
     pub seconds: f64,
 }
 
+/// A QUERY body as v5 (and v6-beta) encode it.
 pub fn query_body(query: &str) -> Vec<u8> {
-    let mut b = (query.len() as i32).to_be_bytes().to_vec();
-    b.extend_from_slice(query.as_bytes());
-    b.extend_from_slice(&1u16.to_be_bytes()); // consistency ONE
-    b.extend_from_slice(&0u32.to_be_bytes()); // flags (v5: an [int])
-    b
+    crate::conformance::cql_results::query_body(query, 5)
 }
 
 impl Probe {

@@ -9,6 +9,7 @@ mod cases;
 mod client;
 
 use crate::conformance::cases::Case;
+use crate::conformance::matches;
 use crate::conformance::report;
 use crate::conformance::runner::{AdapterRun, CaseResult, Check, Driver, Outcome};
 use crate::conformance::server::{ConnRecord, LogEntry, Observations};
@@ -68,14 +69,6 @@ struct Deviation {
     note: String,
 }
 
-fn matches(id: &str, patterns: &[String]) -> bool {
-    patterns.is_empty()
-        || patterns.iter().any(|p| match p.strip_suffix('*') {
-            Some(prefix) => id.starts_with(prefix),
-            None => id == p,
-        })
-}
-
 /// The conformance suite's case record for a probe case.
 fn as_case(spec: &cases::Spec) -> Case {
     let level = match spec.level {
@@ -131,7 +124,12 @@ pub fn probe(
     let catalogue = cases::catalogue();
     let chosen: Vec<&cases::Spec> = catalogue
         .iter()
-        .filter(|s| s.id == "probe.options" || s.id == "probe.startup" || matches(s.id, selected))
+        .filter(|s| {
+            s.id == "probe.options"
+                || s.id == "probe.startup"
+                || selected.is_empty()
+                || matches(s.id, selected)
+        })
         .collect();
     let mut out_cases = Vec::new();
     let mut results = Vec::new();
@@ -140,21 +138,15 @@ pub fn probe(
         let mut v = cases::Verdict::default();
         (spec.run)(&mut ctx, &mut v);
         let mut checks: Vec<Check> = v.checks.clone();
-        if let Some(u) = &v.unsupported {
-            checks.push(Check {
-                rule: spec.rules[0].into(),
-                level: "MUST".into(),
-                status: "unsupported".into(),
-                message: u.clone(),
-            });
-        }
-        if let Some(info) = &v.informational {
-            checks.push(Check {
-                rule: spec.rules[0].into(),
-                level: "MUST".into(),
-                status: "info".into(),
-                message: info.clone(),
-            });
+        for (status, message) in [("unsupported", &v.unsupported), ("info", &v.informational)] {
+            if let Some(message) = message {
+                checks.push(Check {
+                    rule: spec.rules[0].into(),
+                    level: "MUST".into(),
+                    status: status.into(),
+                    message: message.clone(),
+                });
+            }
         }
         let outcome = outcome(&v);
         let summary = match outcome {
@@ -240,11 +232,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 r.case,
                 r.outcome.name(),
                 r.adapter.seconds,
-                if r.outcome == Outcome::Pass {
-                    String::new()
-                } else {
-                    r.summary.chars().take(110).collect()
-                }
+                r.progress_note()
             )
         },
     );
