@@ -92,40 +92,13 @@ impl FrameEncoder {
         if content.len() > MAX_PAYLOAD {
             return Err(EncodeError::ContentTooLong(content.len()));
         }
-        let bit = self.settings.checksum_bit();
-        let (header, payload) = match self.settings.format {
-            Format::Uncompressed => (
-                FrameHeader::new(
-                    Format::Uncompressed,
-                    content.len() as u32,
-                    0,
-                    self_contained,
-                    bit,
-                ),
-                content,
-            ),
-            Format::Lz4 => {
-                self.compressed
-                    .resize(lz4_flex::block::get_maximum_output_size(content.len()), 0);
-                let n = lz4_flex::block::compress_into(content, &mut self.compressed)
-                    .expect("output sized by get_maximum_output_size");
-                if n < content.len() {
-                    let h = FrameHeader::new(
-                        Format::Lz4,
-                        n as u32,
-                        content.len() as u32,
-                        self_contained,
-                        bit,
-                    );
-                    (h, &self.compressed[..n])
-                } else {
-                    (
-                        FrameHeader::new(Format::Lz4, content.len() as u32, 0, self_contained, bit),
-                        content,
-                    )
-                }
-            }
-        };
+        let (header, payload) = frame_parts(
+            self.settings,
+            content,
+            self_contained,
+            true,
+            &mut self.compressed,
+        );
         write_raw(
             &header,
             payload,
@@ -168,6 +141,39 @@ impl FrameEncoder {
             self.write_frame(batch, true, out)
                 .expect("batch within capacity");
             batch.clear();
+        }
+    }
+}
+
+/// The header and payload of a frame carrying `content`: under LZ4 the compressed block when
+/// `compress` is set and the block is shorter than the content, the content stored otherwise
+/// (LZ4-3). `scratch` receives the block. Lengths are not checked against [`MAX_PAYLOAD`]: fault
+/// injection writes oversized frames on purpose; [`FrameEncoder::write_frame`] refuses them.
+pub fn frame_parts<'a>(
+    settings: FrameSettings,
+    content: &'a [u8],
+    self_contained: bool,
+    compress: bool,
+    scratch: &'a mut Vec<u8>,
+) -> (FrameHeader, &'a [u8]) {
+    let bit = settings.checksum_bit();
+    let stored = |format| {
+        let header = FrameHeader::new(format, content.len() as u32, 0, self_contained, bit);
+        (header, content)
+    };
+    match settings.format {
+        Format::Uncompressed => stored(Format::Uncompressed),
+        Format::Lz4 if !compress || content.is_empty() => stored(Format::Lz4),
+        Format::Lz4 => {
+            scratch.resize(lz4_flex::block::get_maximum_output_size(content.len()), 0);
+            let n = lz4_flex::block::compress_into(content, scratch)
+                .expect("output sized by get_maximum_output_size");
+            if n >= content.len() {
+                return stored(Format::Lz4);
+            }
+            let len = content.len() as u32;
+            let header = FrameHeader::new(Format::Lz4, n as u32, len, self_contained, bit);
+            (header, &scratch[..n])
         }
     }
 }

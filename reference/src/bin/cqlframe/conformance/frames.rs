@@ -3,6 +3,7 @@
 
 use super::cases::{Fault, FaultKind, ServerScript};
 use cqlframe::checksum::crc24;
+use cqlframe::encoder::frame_parts;
 use cqlframe::format::{Format, FrameSettings, MAX_PAYLOAD};
 use cqlframe::header::FrameHeader;
 
@@ -60,42 +61,15 @@ impl Layout {
 
     /// A frame carrying `content`, as the layout says (compressed unless stored or not shorter).
     pub fn frame(&self, content: &[u8], self_contained: bool) -> OutFrame {
-        let bit = self.settings.checksum_bit();
-        let (mut header, payload) = match self.settings.format {
-            Format::Uncompressed => (
-                FrameHeader::new(
-                    Format::Uncompressed,
-                    content.len() as u32,
-                    0,
-                    self_contained,
-                    bit,
-                ),
-                content.to_vec(),
-            ),
-            Format::Lz4 => {
-                let block = if self.lz4_store || content.is_empty() {
-                    None
-                } else {
-                    Some(lz4_flex::block::compress(content)).filter(|b| b.len() < content.len())
-                };
-                match block {
-                    Some(b) => (
-                        FrameHeader::new(
-                            Format::Lz4,
-                            b.len() as u32,
-                            content.len() as u32,
-                            self_contained,
-                            bit,
-                        ),
-                        b,
-                    ),
-                    None => (
-                        FrameHeader::new(Format::Lz4, content.len() as u32, 0, self_contained, bit),
-                        content.to_vec(),
-                    ),
-                }
-            }
-        };
+        let mut scratch = Vec::new();
+        let (mut header, payload) = frame_parts(
+            self.settings,
+            content,
+            self_contained,
+            !self.lz4_store,
+            &mut scratch,
+        );
+        let payload = payload.to_vec();
         if self.reserved_bits != 0 {
             header.reserved = self.reserved_bits;
             reseal(&mut header);
