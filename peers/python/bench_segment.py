@@ -16,7 +16,7 @@ each case, `stream-*.bin` is one frame repeated. All the work timed is driver co
   what `SegmentCodec.encode` does per piece).
 
 The driver has no CRC32C: those cases are skipped. Each case is timed `--runs` times with
-`timeit` (auto-ranged to at least 0.2 s per run, `--min-seconds`); the median is reported, all runs listed.
+`timeit` (loop count doubled until a run lasts 0.2 s, `--min-seconds`); the median is reported, all runs listed.
 """
 import argparse
 import io
@@ -60,9 +60,8 @@ def decode_stream(conn, reads):
 
 def measure(fn, runs, min_seconds):
     timer = timeit.Timer(fn)
-    number, _ = timer.autorange()
-    number = max(number, 1)
-    while True:  # autorange stops at 0.2 s total; make each run at least min_seconds
+    number = 1
+    while True:  # double the loop count until one run lasts min_seconds
         t = timer.timeit(number)
         if t >= min_seconds:
             break

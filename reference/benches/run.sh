@@ -36,6 +36,10 @@ jmh_args=(-f 1 -wi 4 -w 1s -i 5 -r 1s)
 py_args=()
 go_args=()
 rss_bytes=$((1 << 30))
+case "$mode" in
+    "" | --smoke | --report) ;;
+    *) echo "usage: $0 [--smoke | --report]" >&2; exit 2 ;;
+esac
 if [[ "$mode" == "--smoke" ]]; then
     out="$root/build/bench-smoke"
     crit_args=(--warm-up-time 0.05 --measurement-time 0.1 --sample-size 10)
@@ -68,7 +72,7 @@ if [[ ! -f "$jar" || -n "$(find peers/java/bench/pom.xml peers/java/bench/src -n
 fi
 (cd peers/go && go build -o "$out/go-bench" .)
 
-step "inputs: build/bench/data (cqlframe encode)"
+step "inputs: ${out#"$root"/}/data (cqlframe encode)"
 cargo build --release -q -p cqlframe --bin cqlframe
 python3 "$here/gen_data.py" "$CARGO_TARGET_DIR/release/cqlframe" "$out/data"
 
