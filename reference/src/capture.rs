@@ -73,6 +73,22 @@ pub struct Turn<'a> {
     pub bytes: &'a [u8],
 }
 
+impl<'a> Turn<'a> {
+    pub const fn client(bytes: &'a [u8]) -> Self {
+        Turn {
+            from: Peer::Client,
+            bytes,
+        }
+    }
+
+    pub const fn server(bytes: &'a [u8]) -> Self {
+        Turn {
+            from: Peer::Server,
+            bytes,
+        }
+    }
+}
+
 /// How the connection is written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
@@ -507,20 +523,7 @@ mod tests {
     #[test]
     fn checksums_sequence_and_segments() {
         let (a, b, c) = (bytes(3000, 1), bytes(4381, 2), bytes(5, 3));
-        let turns = [
-            Turn {
-                from: Peer::Client,
-                bytes: &a,
-            },
-            Turn {
-                from: Peer::Server,
-                bytes: &b,
-            },
-            Turn {
-                from: Peer::Client,
-                bytes: &c,
-            },
-        ];
+        let turns = [Turn::client(&a), Turn::server(&b), Turn::client(&c)];
         for mss in [1, 7, 536, DEFAULT_MSS, 4000, MAX_MSS] {
             let file = pcap(&turns, &Options::default().resegment(mss)).unwrap();
             let [client, server] = conversation(&parse(&file), mss);
@@ -541,16 +544,7 @@ mod tests {
     #[test]
     fn psh_ends_each_turn_and_acks_follow() {
         let (a, b) = (bytes(3000, 4), bytes(10, 5));
-        let turns = [
-            Turn {
-                from: Peer::Client,
-                bytes: &a,
-            },
-            Turn {
-                from: Peer::Server,
-                bytes: &b,
-            },
-        ];
+        let turns = [Turn::client(&a), Turn::server(&b)];
         let packets = parse(&pcap(&turns, &Options::default()).unwrap());
         let summary: Vec<(u16, u8, usize)> = packets
             .iter()
@@ -580,10 +574,7 @@ mod tests {
     #[test]
     fn sequence_numbers_wrap() {
         let a = bytes(5000, 6);
-        let turns = [Turn {
-            from: Peer::Client,
-            bytes: &a,
-        }];
+        let turns = [Turn::client(&a)];
         let options = Options {
             client_isn: u32::MAX - 1000,
             ..Options::default()
@@ -600,10 +591,7 @@ mod tests {
     #[test]
     fn deterministic_and_empty() {
         let a = bytes(100, 7);
-        let turns = [Turn {
-            from: Peer::Server,
-            bytes: &a,
-        }];
+        let turns = [Turn::server(&a)];
         assert_eq!(
             pcap(&turns, &Options::default()),
             pcap(&turns, &Options::default())
@@ -660,13 +648,7 @@ mod tests {
         );
         // Bytes that are not envelopes stay one turn; an empty side gives no turn.
         let turns = session_turns(b"not an envelope", &[], None, 15).unwrap();
-        assert_eq!(
-            turns,
-            [Turn {
-                from: Peer::Client,
-                bytes: b"not an envelope"
-            }]
-        );
+        assert_eq!(turns, [Turn::client(b"not an envelope")]);
         assert!(session_turns(b"ab", &[], None, 3).is_err());
         assert!(session_turns(b"ab", b"c", Some(2), 2).is_err());
     }

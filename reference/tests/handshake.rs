@@ -280,19 +280,7 @@ fn crc32c_asked_of_old_server_fails_on_first_frame() {
         MAX,
         SplitPolicy::SERVER,
     );
-    let mut wire = Vec::new();
-    send(
-        &mut client,
-        &mut wire,
-        &startup(5, 0, &[("FRAME_CHECKSUM", "crc32c")]),
-    );
-    receive(&mut srv, &wire, &mut Seen::default()).unwrap();
-    let mut back = Vec::new();
-    send(
-        &mut srv,
-        &mut back,
-        &envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]),
-    );
+    let mut back = startup_answered(&mut client, &mut srv, &[("FRAME_CHECKSUM", "crc32c")]);
     send(
         &mut srv,
         &mut back,
@@ -340,18 +328,29 @@ fn truncated_handshake() {
     assert_eq!(srv.finish().unwrap_err().rule(), "RECV-9");
 }
 
-/// A server and client framed with defaults after READY; returns the client and server.
-fn framed_pair() -> (Connection, Connection) {
-    let (mut client, mut srv) = (client(), server());
+/// The client's STARTUP with `options` received by the server; returns the server's READY
+/// (framing starts after it), not yet received by the client.
+fn startup_answered(
+    client: &mut Connection,
+    srv: &mut Connection,
+    options: &[(&str, &str)],
+) -> Vec<u8> {
     let mut wire = Vec::new();
-    send(&mut client, &mut wire, &startup(5, 0, &[]));
-    receive(&mut srv, &wire, &mut Seen::default()).unwrap();
+    send(client, &mut wire, &startup(5, 0, options));
+    receive(srv, &wire, &mut Seen::default()).unwrap();
     let mut back = Vec::new();
     send(
-        &mut srv,
+        srv,
         &mut back,
         &envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]),
     );
+    back
+}
+
+/// A server and client framed with defaults after READY; returns the client and server.
+fn framed_pair() -> (Connection, Connection) {
+    let (mut client, mut srv) = (client(), server());
+    let back = startup_answered(&mut client, &mut srv, &[]);
     receive(&mut client, &back, &mut Seen::default()).unwrap();
     (client, srv)
 }

@@ -2,21 +2,14 @@
 //! Cassandra's parameters, CRC-32/ISCSI), `crc32fast` (seeded through `new_with_initial`),
 //! `crc32c` and `crc-fast`, on every path this CPU runs.
 
+#[path = "common/cassandra_crc24.rs"]
+mod cassandra_crc24;
 mod common;
 
+use cassandra_crc24::CASSANDRA_CRC24;
 use common::{random_bytes, with};
 use cqlframe_checksum::{available_paths, bitwise, crc24, crc32, crc32c, Algorithm};
 
-const CASSANDRA_CRC24: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::Algorithm {
-    width: 24,
-    poly: 0x97_4F0B,
-    init: 0x87_5060,
-    refin: false,
-    refout: false,
-    xorout: 0,
-    check: 0x4B_3F02,
-    residue: 0,
-});
 const ISCSI: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
 
 fn seeded_crc32fast(payload: &[u8]) -> u32 {

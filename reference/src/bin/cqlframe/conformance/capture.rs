@@ -6,7 +6,7 @@
 //! file shows each connection's conversation in order, not the wall-clock overlap.
 
 use super::server::ConnRecord;
-use cqlframe::capture::{self, Options, Peer, Turn, DEFAULT_CLIENT_PORT, EPOCH_SECONDS};
+use cqlframe::capture::{self, Options, Turn, DEFAULT_CLIENT_PORT, EPOCH_SECONDS};
 
 /// Size of the pcap global header, and of a record header.
 const GLOBAL_HEADER: usize = 24;
@@ -20,13 +20,12 @@ pub fn session_pcap(connections: &[ConnRecord]) -> Result<Vec<u8>, String> {
         let turns: Vec<Turn> = conn
             .turns
             .iter()
-            .map(|(from_client, bytes)| Turn {
-                from: if *from_client {
-                    Peer::Client
+            .map(|(from_client, bytes)| {
+                if *from_client {
+                    Turn::client(bytes)
                 } else {
-                    Peer::Server
-                },
-                bytes,
+                    Turn::server(bytes)
+                }
             })
             .collect();
         let client_port = match conn.client_port {
@@ -102,16 +101,7 @@ mod tests {
         );
         let b = conn(40001, vec![(true, b"f".to_vec())]);
         let one = capture::pcap(
-            &[
-                Turn {
-                    from: Peer::Client,
-                    bytes: b"abc",
-                },
-                Turn {
-                    from: Peer::Server,
-                    bytes: b"de",
-                },
-            ],
+            &[Turn::client(b"abc"), Turn::server(b"de")],
             &Options {
                 client_port: 40000,
                 ..Options::default()
