@@ -4,7 +4,7 @@
 use crate::Failure;
 use clap::Args as ClapArgs;
 use cqlframe::assembler::DEFAULT_MAX_ENVELOPE_BODY;
-use cqlframe_harness::check::{summary_text, Checker, ConnSummary, JsonConn};
+use cqlframe_harness::check::{summary_text, Checker, ConnSummary};
 use cqlframe_harness::pcap::{generate, read::Reader};
 use std::io::Write;
 use std::path::PathBuf;
@@ -109,19 +109,12 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let t = &checker.totals;
     if json {
         summaries.sort_by_key(|c| c.id);
-        let connections: Vec<JsonConn> = summaries
-            .iter()
-            .map(|c| JsonConn {
-                summary: c,
-                listed: &c.kept,
-            })
-            .collect();
         let doc = serde_json::json!({
             "tool": "cqlframe check",
             "capture": path.display().to_string(),
             "ports": args.port,
             "totals": t,
-            "connections": connections,
+            "connections": summaries,
         });
         writeln!(
             out,

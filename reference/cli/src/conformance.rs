@@ -8,6 +8,7 @@
 use crate::Failure;
 use clap::{Args as ClapArgs, Subcommand};
 use cqlframe_harness::conformance::{cases, client, load, matches, report, runner, server};
+use cqlframe_harness::verdict::Outcome;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -99,7 +100,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 println!(
                     "{:34} {:6} {:22} {}",
                     c.id,
-                    format!("{:?}", c.level).to_uppercase(),
+                    c.level.name(),
                     c.rules.join(","),
                     c.title
                 );
@@ -213,15 +214,12 @@ fn run_suite(args: RunArgs) -> Result<(), Failure> {
     report::publish(&run, &args.report_dir)?;
     let reference_failed = results
         .iter()
-        .any(|r| r.driver == "reference" && r.outcome == runner::Outcome::Fail);
+        .any(|r| r.driver == "reference" && r.outcome == Outcome::Fail);
     let contract_broken = drivers.iter().any(|d| !d.self_check_ok);
     let strict_failed = args.strict
-        && results.iter().any(|r| {
-            matches!(
-                r.outcome,
-                runner::Outcome::Fail | runner::Outcome::NonStrict
-            )
-        });
+        && results
+            .iter()
+            .any(|r| matches!(r.outcome, Outcome::Fail | Outcome::NonStrict));
     if reference_failed || contract_broken || strict_failed {
         eprintln!(
             "conformance: {}",

@@ -4,8 +4,9 @@
 use crate::Failure;
 use clap::Args as ClapArgs;
 use cqlframe_harness::conformance::report;
-use cqlframe_harness::conformance::runner::{Check, Driver, Outcome};
+use cqlframe_harness::conformance::runner::Driver;
 use cqlframe_harness::probe::{cases, probe, Deviations};
+use cqlframe_harness::verdict::{Check, Level, Outcome, Status};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -85,11 +86,11 @@ pub fn run(args: Args) -> Result<(), Failure> {
         let known = deviations.iter().find(|d| d.case == r.case);
         match (r.outcome, known) {
             (Outcome::Fail, Some(d)) => {
-                r.checks.push(Check {
-                    rule: d.rule.clone(),
-                    level: "MUST".into(),
-                    status: "info".into(),
-                    message: format!(
+                r.checks.push(Check::new(
+                    &d.rule,
+                    Level::Must,
+                    Status::Info,
+                    format!(
                         "known deviation of this server{}: {}",
                         d.errata
                             .as_ref()
@@ -97,7 +98,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                             .unwrap_or_default(),
                         d.note
                     ),
-                });
+                ));
                 r.summary = format!("known deviation ({}): {}", d.rule, r.summary);
             }
             (Outcome::Fail, None) => unexpected.push(r.case.clone()),

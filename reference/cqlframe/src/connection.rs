@@ -521,8 +521,28 @@ impl Connection {
     }
 }
 
-/// Decodes framed input and checks each envelope against the negotiation (ENV-2, ENV-5); the
-/// envelope COMPRESSION flag is ignored, as receivers do.
+/// The envelope-level fault of a framed envelope that `role` receives on a connection of protocol
+/// `version`, if any: the wrong version byte or direction (ENV-2), or a v6-beta envelope without
+/// USE_BETA (ENV-5). Such an envelope is refused on its own; its boundaries are intact. The
+/// envelope COMPRESSION flag is no fault: receivers ignore it (ENV-4).
+pub fn framed_envelope_fault(role: Role, version: u8, h: &EnvelopeHeader) -> Option<ErrorKind> {
+    let expected = version
+        | if role == Role::Client {
+            RESPONSE_BIT
+        } else {
+            0
+        };
+    if h.version != expected {
+        return Some(ErrorKind::UnexpectedVersion {
+            found: h.version,
+            expected,
+        });
+    }
+    (version == BETA_VERSION && h.flags & FLAG_USE_BETA == 0).then_some(ErrorKind::MissingBetaFlag)
+}
+
+/// Decodes framed input and refuses each envelope with a fault of its own
+/// ([`framed_envelope_fault`]).
 fn receive_framed(
     decoder: &mut Decoder,
     role: Role,
@@ -530,34 +550,19 @@ fn receive_framed(
     input: &[u8],
     on_event: &mut dyn FnMut(ConnectionEvent<'_>) -> Result<(), FramingError>,
 ) -> Result<(), FramingError> {
-    let expected = version
-        | if role == Role::Client {
-            RESPONSE_BIT
-        } else {
-            0
-        };
     let mut frame_offset = 0;
     decoder.decode(input, |event| match event {
         Event::Frame(frame) => {
             frame_offset = frame.offset;
             on_event(ConnectionEvent::Frame(frame))
         }
-        Event::Envelope(envelope) => {
-            let h = envelope.header;
-            let refuse = |kind| FramingError::new(kind, frame_offset);
-            if h.version != expected {
-                let error = refuse(ErrorKind::UnexpectedVersion {
-                    found: h.version,
-                    expected,
-                });
-                return on_event(ConnectionEvent::Rejected { envelope, error });
+        Event::Envelope(envelope) => match framed_envelope_fault(role, version, &envelope.header) {
+            Some(kind) => {
+                let error = FramingError::new(kind, frame_offset);
+                on_event(ConnectionEvent::Rejected { envelope, error })
             }
-            if version == BETA_VERSION && h.flags & FLAG_USE_BETA == 0 {
-                let error = refuse(ErrorKind::MissingBetaFlag);
-                return on_event(ConnectionEvent::Rejected { envelope, error });
-            }
-            on_event(ConnectionEvent::Envelope(envelope))
-        }
+            None => on_event(ConnectionEvent::Envelope(envelope)),
+        },
     })
 }
 

@@ -16,5 +16,7 @@ pub mod conformance;
 pub mod cql;
 pub mod pcap;
 pub mod probe;
+pub mod rules;
 pub mod transcript;
 pub mod vectors;
+pub mod verdict;

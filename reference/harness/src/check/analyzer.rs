@@ -1,82 +1,53 @@
-//! The CQL side of one TCP connection: the two reassembled byte streams checked against the
-//! spec, the way each receiver would check them.
+//! The CQL side of one TCP connection: the two reassembled byte streams, judged by the rules
+//! engine ([`Judge`]), with what only a capture has: packet numbers, gaps, and connections the
+//! capture joined midway.
 //!
-//! A connection seen from its start goes through a pair of [`Connection`]s: a server-role one
-//! receives what the client sent, a client-role one what the server sent, and each is shown
-//! the other direction's handshake envelopes (as if it had sent them), so both switch to
-//! framing exactly where the real ends did, with what STARTUP negotiated (a SUPPORTED without
-//! `FRAME_CHECKSUMS` makes the server side one that ignores `FRAME_CHECKSUM`, as such a server
-//! does). A connection joined midway has no handshake to follow: each direction is searched for
-//! a frame whose CRC24 and payload checksum verify, trying both formats (the checksum bit says
-//! which payload checksum), and decoding starts at the next self-contained frame.
+//! A connection seen from its start is judged from its first byte. A connection joined midway
+//! has no handshake to follow: each direction is searched for a frame whose CRC24 and payload
+//! checksum verify, trying both formats (the checksum bit says which payload checksum), and
+//! judging starts at the next self-contained frame. After bytes missing from the capture a
+//! direction is searched the same way, with the format it had.
 
-use crate::conformance::server::sender_rule;
 use crate::pcap::tcp::Delivery;
+use crate::rules::{Direction, Finding, Judge, RuleCount, Stats, Tally};
+use crate::verdict::Level;
 use cqlframe::checksum::PayloadChecksum;
-use cqlframe::connection::{Connection, ConnectionEvent, Role, ServerOptions};
-use cqlframe::decoder::{Decoder, Event};
-use cqlframe::encoder::{SplitPolicy, SEQUENCE_FILL_FLOOR};
-use cqlframe::envelope::{
-    Envelope, Opcode, ENVELOPE_HEADER_LEN, FLAG_COMPRESSION, FLAG_USE_BETA, RESPONSE_BIT,
-};
-use cqlframe::format::{parse_checksum, Format, FrameSettings, MAX_PAYLOAD};
-use cqlframe::frame_decoder::Frame;
+use cqlframe::envelope::{Opcode, ENVELOPE_HEADER_LEN, RESPONSE_BIT};
+use cqlframe::format::{Format, FrameSettings, MAX_PAYLOAD};
 use cqlframe::header::FrameHeader;
-use cqlframe::FramingError;
 use serde::Serialize;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 /// Index of each direction.
 pub const C2S: usize = 0;
 pub const S2C: usize = 1;
 
-const DIRECTION: [&str; 2] = ["client-to-server", "server-to-client"];
-const SENDER: [&str; 2] = ["client", "server"];
-
-/// Violations of one rule kept per direction; the rest are only counted.
-const KEEP_PER_RULE: u32 = 10;
 /// Stream bytes for which the packet that carried them is remembered.
 const PACKET_WINDOW: u64 = 4 << 20;
-/// Unframed handshake bytes kept to replay into a server side re-created from SUPPORTED.
-const REPLAY_LIMIT: usize = 1 << 20;
 /// Bytes searched for a first frame before a joined direction is given up.
 const SYNC_LIMIT: u64 = 16 << 20;
 /// Largest frame: LZ4 header, payload, trailer.
 const MAX_FRAME: usize = 8 + MAX_PAYLOAD + 4;
 
-/// A rule broken in a capture.
+/// A rule broken on a connection of a capture, in one direction: how often, where first.
 #[derive(Clone, Debug, Serialize)]
 pub struct Violation {
     pub connection: usize,
-    pub direction: &'static str,
     /// Who wrote the offending bytes.
     pub sender: &'static str,
-    /// The rule, as the receiver of these bytes detects it.
-    pub rule: String,
-    pub level: &'static str,
-    /// The sender's rule behind it, where it differs.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sender_rule: Option<String>,
-    pub kind: String,
-    pub message: String,
-    /// Stream offset: the first byte of the frame (or unframed envelope) at fault.
-    pub offset: u64,
-    /// The packet that carried that byte, if still known.
+    #[serde(flatten)]
+    pub rule: RuleCount,
+    /// The packet that carried the first offending byte, if still known.
     pub packet: Option<u64>,
-    /// The packet whose bytes completed the detection.
+    /// The packet whose bytes completed the first detection.
     pub detected_in_packet: u64,
-    /// Decoding of this direction stopped here (RECV-11).
-    pub fatal: bool,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct DirSummary {
     pub bytes: u64,
-    pub unframed_envelopes: u64,
-    pub frames: u64,
-    pub envelopes: u64,
-    pub sequences: u64,
-    pub largest_envelope: u64,
+    #[serde(flatten)]
+    pub stats: Stats,
     pub retransmitted_bytes: u64,
     pub lost_bytes: u64,
     /// How the direction ended: `fin`, `reset`, or open at the end of the capture.
@@ -104,8 +75,8 @@ pub struct ConnSummary {
     pub violations: u64,
     pub findings: u64,
     pub notes: Vec<String>,
-    #[serde(skip)]
-    pub kept: Vec<Violation>,
+    /// One entry per rule broken per direction, in the order first found.
+    pub rules: Vec<Violation>,
 }
 
 impl ConnSummary {
@@ -118,29 +89,14 @@ impl ConnSummary {
     }
 }
 
-/// The two Connections of a connection seen from its start.
-struct Pair {
-    /// Server role: receives the client's bytes.
-    server: Connection,
-    /// Client role: receives the server's bytes.
-    client: Connection,
-    /// STARTUP seen (version, stream): later client envelopes are not shown to `client`.
-    startup: Option<(u8, i16)>,
-    /// The STARTUP response has been shown to `server`.
-    responded: bool,
-    /// Unframed client bytes so far, to replay into a re-created `server`.
-    replay: Option<Vec<u8>>,
-    max_body: u32,
-}
-
-/// Searching a joined direction for its first frame.
+/// Searching a direction for its first frame (joined midway, or after a gap).
 struct Sync {
     buf: Vec<u8>,
     /// Stream offset of `buf[0]`.
     base: u64,
     /// Next index of `buf` to try.
     scan: usize,
-    /// Settings found (or known from the handshake before a gap).
+    /// Settings found (or known from before a gap).
     settings: Option<FrameSettings>,
     /// Settings are known: only frames with them count.
     known: bool,
@@ -149,193 +105,34 @@ struct Sync {
     walking: bool,
 }
 
-enum State {
-    /// Through the Pair.
-    Paired,
-    Sync(Box<Sync>),
-    Framed {
-        decoder: Box<Decoder>,
-        version: Option<u8>,
-    },
-    Stopped,
-}
-
-struct Dir {
-    state: State,
-    /// (stream offset, packet) where each packet's bytes start.
-    packets: VecDeque<(u64, u64)>,
-    /// Content lengths of the sequence in progress.
-    pieces: Vec<usize>,
-    counts: HashMap<String, u32>,
-}
-
-impl Dir {
-    fn new(state: State) -> Self {
-        Dir {
-            state,
-            packets: VecDeque::new(),
-            pieces: Vec::new(),
-            counts: HashMap::new(),
-        }
-    }
-
-    fn packet_at(&self, offset: u64) -> Option<u64> {
-        let i = self.packets.partition_point(|&(o, _)| o <= offset);
-        (i > 0).then(|| self.packets[i - 1].1)
-    }
-
-    fn note_packet(&mut self, offset: u64, packet: u64) {
-        if self.packets.back().is_some_and(|&(_, p)| p == packet) {
-            return;
-        }
-        self.packets.push_back((offset, packet));
-        let floor = offset.saturating_sub(PACKET_WINDOW);
-        while self.packets.len() > 1 && self.packets[1].0 <= floor {
-            self.packets.pop_front();
-        }
+impl Sync {
+    fn new(base: u64, known: Option<(FrameSettings, Option<u8>)>) -> Box<Self> {
+        Box::new(Sync {
+            buf: Vec::new(),
+            base,
+            scan: 0,
+            settings: known.map(|(s, _)| s),
+            known: known.is_some(),
+            version: known.and_then(|(_, v)| v),
+            walking: false,
+        })
     }
 }
 
-/// One finding, before it gets its connection and packet.
-struct Found {
-    rule: String,
-    level: &'static str,
-    sender_rule: Option<String>,
-    kind: String,
-    message: String,
-    offset: u64,
-    fatal: bool,
-}
-
-impl Found {
-    fn error(e: &FramingError) -> Self {
-        let sender = sender_rule(&e.kind);
-        Found {
-            rule: e.rule().to_string(),
-            level: "MUST",
-            sender_rule: (sender != e.rule()).then(|| sender.to_string()),
-            kind: e.kind.name().to_string(),
-            message: e.kind.to_string(),
-            offset: e.offset,
-            fatal: true,
-        }
-    }
-
-    fn rule(rule: &str, level: &'static str, offset: u64, message: String) -> Self {
-        Found {
-            rule: rule.to_string(),
-            level,
-            sender_rule: None,
-            kind: "sender_rule".into(),
-            message,
-            offset,
-            fatal: false,
-        }
-    }
-
-    fn rejected(e: &FramingError) -> Self {
-        Found {
-            fatal: false,
-            ..Found::error(e)
-        }
-    }
-}
-
-/// Per-direction sender checks on frames and envelopes, shared by both modes.
-struct Checks<'a> {
-    summary: &'a mut DirSummary,
-    pieces: &'a mut Vec<usize>,
-    found: &'a mut Vec<Found>,
-}
-
-impl Checks<'_> {
-    fn frame(&mut self, frame: &Frame<'_>) {
-        let h = frame.header;
-        self.summary.frames += 1;
-        if h.reserved != 0 {
-            let rule = if h.format == Format::Lz4 {
-                "FMT-10"
-            } else {
-                "FMT-6"
-            };
-            self.found.push(Found::rule(
-                rule,
-                "MUST",
-                frame.offset,
-                format!("reserved header bits are {:#x}, not zero", h.reserved),
-            ));
-        }
-        if h.format == Format::Lz4
-            && h.uncompressed_length > 0
-            && h.payload_length >= h.uncompressed_length
-        {
-            self.found.push(Found::rule(
-                "LZ4-3",
-                "SHOULD",
-                frame.offset,
-                format!(
-                    "payload compressed to {} bytes from {}: should be stored",
-                    h.payload_length, h.uncompressed_length
-                ),
-            ));
-        }
-        if !h.self_contained {
-            if self.pieces.is_empty() && frame.content.len() < ENVELOPE_HEADER_LEN {
-                self.found.push(Found::rule(
-                    "SEND-8",
-                    "MUST",
-                    frame.offset,
-                    format!(
-                        "first frame of a sequence carries {} bytes, less than the envelope header",
-                        frame.content.len()
-                    ),
-                ));
-            }
-            self.pieces.push(frame.content.len());
-        }
-    }
-
-    fn envelope(&mut self, envelope: &Envelope<'_>, at: u64) {
-        self.summary.envelopes += 1;
-        let size = (ENVELOPE_HEADER_LEN + envelope.body.len()) as u64;
-        self.summary.largest_envelope = self.summary.largest_envelope.max(size);
-        if !self.pieces.is_empty() {
-            self.summary.sequences += 1;
-            let n = self.pieces.len();
-            if self.pieces[..n - 1]
-                .iter()
-                .any(|&p| p < SEQUENCE_FILL_FLOOR)
-            {
-                self.found.push(Found::rule(
-                    "SEND-7",
-                    "SHOULD",
-                    at,
-                    format!(
-                        "a sequence's frames but the last hold fewer than {SEQUENCE_FILL_FLOOR} bytes ({:?})",
-                        &self.pieces[..n.min(8)]
-                    ),
-                ));
-            }
-            self.pieces.clear();
-        }
-        if envelope.header.flags & FLAG_COMPRESSION != 0 {
-            self.found.push(Found::rule(
-                "ENV-4",
-                "MUST NOT",
-                at,
-                format!(
-                    "envelope on stream {} has the COMPRESSION flag set on a framed connection",
-                    envelope.header.stream
-                ),
-            ));
-        }
-    }
+fn direction(d: usize) -> Direction {
+    Direction::BOTH[d]
 }
 
 pub struct Analyzer {
     pub summary: ConnSummary,
-    pair: Option<Pair>,
-    dirs: [Dir; 2],
+    judge: Judge,
+    tally: Tally,
+    /// Per direction: searching for a frame boundary (joined midway, or after a gap).
+    syncs: [Option<Box<Sync>>; 2],
+    /// Per direction: (stream offset, packet) where each packet's bytes start.
+    packets: [VecDeque<(u64, u64)>; 2],
+    /// Per direction: the packet that carried the first byte of each rule's first finding.
+    firsts: Vec<(Option<u64>, u64)>,
     decided: bool,
     max_body: u32,
     /// Data seen per direction (mode decision).
@@ -372,10 +169,13 @@ impl Analyzer {
                 violations: 0,
                 findings: 0,
                 notes: Vec::new(),
-                kept: Vec::new(),
+                rules: Vec::new(),
             },
-            pair: None,
-            dirs: [Dir::new(State::Stopped), Dir::new(State::Stopped)],
+            judge: Judge::joined(max_body),
+            tally: Tally::default(),
+            syncs: [None, None],
+            packets: [VecDeque::new(), VecDeque::new()],
+            firsts: Vec::new(),
             decided: false,
             max_body,
             seen_data: [false; 2],
@@ -389,20 +189,7 @@ impl Analyzer {
     fn start_paired(&mut self) {
         self.decided = true;
         self.summary.handshake = "seen";
-        self.pair = Some(Pair {
-            server: Connection::server(
-                ServerOptions::default(),
-                self.max_body,
-                SplitPolicy::SERVER,
-            ),
-            client: Connection::new(Role::Client, self.max_body, SplitPolicy::DRIVERS),
-            startup: None,
-            responded: false,
-            replay: Some(Vec::new()),
-            max_body: self.max_body,
-        });
-        self.dirs[C2S].state = State::Paired;
-        self.dirs[S2C].state = State::Paired;
+        self.judge = Judge::new(self.max_body);
     }
 
     fn start_joined(&mut self) {
@@ -410,50 +197,39 @@ impl Analyzer {
         self.summary
             .notes
             .push("joined midway: no handshake in the capture; frame format detected".into());
-        for d in &mut self.dirs {
-            d.state = State::Sync(Box::new(Sync {
-                buf: Vec::new(),
-                base: 0,
-                scan: 0,
-                settings: None,
-                known: false,
-                version: None,
-                walking: false,
-            }));
+        self.syncs = [Some(Sync::new(0, None)), Some(Sync::new(0, None))];
+    }
+
+    fn packet_at(&self, d: usize, offset: u64) -> Option<u64> {
+        let packets = &self.packets[d];
+        let i = packets.partition_point(|&(o, _)| o <= offset);
+        (i > 0).then(|| packets[i - 1].1)
+    }
+
+    fn note_packet(&mut self, d: usize, offset: u64, packet: u64) {
+        let packets = &mut self.packets[d];
+        if packets.back().is_some_and(|&(_, p)| p == packet) {
+            return;
+        }
+        packets.push_back((offset, packet));
+        let floor = offset.saturating_sub(PACKET_WINDOW);
+        while packets.len() > 1 && packets[1].0 <= floor {
+            packets.pop_front();
         }
     }
 
     /// Records findings of direction `d`; `packet` is the packet being processed.
-    fn report(&mut self, d: usize, found: Vec<Found>, packet: u64) {
+    fn report(&mut self, d: usize, found: Vec<Finding>, packet: u64) {
         for f in found {
-            if f.level.starts_with("MUST") {
-                self.summary.violations += 1;
-            } else {
-                self.summary.findings += 1;
+            match f.level {
+                Level::Must => self.summary.violations += 1,
+                Level::Should => self.summary.findings += 1,
             }
-            let count = self.dirs[d].counts.entry(f.rule.clone()).or_insert(0);
-            *count += 1;
-            let keep = *count <= KEEP_PER_RULE || f.fatal;
             if f.fatal {
-                self.dirs[d].state = State::Stopped;
                 self.summary.dir(d).stopped_at = Some(f.offset);
             }
-            if keep {
-                let v = Violation {
-                    connection: self.summary.id,
-                    direction: DIRECTION[d],
-                    sender: SENDER[d],
-                    rule: f.rule,
-                    level: f.level,
-                    sender_rule: f.sender_rule,
-                    kind: f.kind,
-                    message: f.message,
-                    offset: f.offset,
-                    packet: self.dirs[d].packet_at(f.offset),
-                    detected_in_packet: packet,
-                    fatal: f.fatal,
-                };
-                self.summary.kept.push(v);
+            if self.tally.add(&f) {
+                self.firsts.push((self.packet_at(d, f.offset), packet));
             }
         }
     }
@@ -472,17 +248,19 @@ impl Analyzer {
                 }
                 self.seen_data[d] = true;
                 self.summary.dir(d).bytes += bytes.len() as u64;
-                self.dirs[d].note_packet(offset, packet);
+                self.note_packet(d, offset, packet);
                 self.data(d, bytes, packet);
             }
             Delivery::Gap { offset, missing } => {
                 self.summary.dir(d).lost_bytes += missing;
                 self.gap(d, offset, missing);
             }
-            Delivery::End { offset, reset } => {
+            Delivery::End { reset, .. } => {
                 self.summary.dir(d).closed = Some(if reset { "reset" } else { "fin" });
                 if !reset {
-                    self.finish(d, offset, packet);
+                    let mut found = Vec::new();
+                    self.judge.finish(direction(d), &mut found);
+                    self.report(d, found, packet);
                 }
             }
         }
@@ -498,7 +276,6 @@ impl Analyzer {
             && (bytes[4] == Opcode::Options as u8 || bytes[4] == Opcode::Startup as u8);
         if handshake {
             self.start_paired();
-            self.summary.handshake = "seen";
         } else {
             self.start_joined();
         }
@@ -506,174 +283,23 @@ impl Analyzer {
 
     fn data(&mut self, d: usize, bytes: &[u8], packet: u64) {
         let mut found = Vec::new();
-        let mode = match self.dirs[d].state {
-            State::Stopped => return,
-            State::Paired => 0,
-            State::Framed { .. } => 1,
-            State::Sync(_) => 2,
-        };
-        match mode {
-            0 => {
-                let negotiated = self.paired(d, bytes, &mut found);
-                if let Some(n) = negotiated {
-                    self.summary.negotiated.get_or_insert(n);
-                }
+        if self.syncs[d].is_some() {
+            self.sync(d, bytes, &mut found);
+        } else {
+            self.judge.receive(direction(d), bytes, &mut found);
+        }
+        if self.summary.negotiated.is_none() {
+            if let Some(n) = self.judge.negotiated() {
+                self.summary.negotiated = Some(settings_name(Some(n.version), n.settings));
             }
-            1 => self.framed(d, bytes, &mut found),
-            _ => self.sync(d, bytes, &mut found),
         }
         self.report(d, found, packet);
     }
 
-    /// Feeds the Pair: direction `d`'s receiver gets the bytes; handshake envelopes are shown to
-    /// the other side. Returns the negotiation once a side switches.
-    fn paired(&mut self, d: usize, bytes: &[u8], found: &mut Vec<Found>) -> Option<String> {
-        let pair = self.pair.as_mut().expect("paired mode has a pair");
-        let mut recreate = None;
-        let mut negotiated = None;
-        let summary = self.summary.dir(d);
-        let dir = &mut self.dirs[d];
-        let mut checks = Checks {
-            summary,
-            pieces: &mut dir.pieces,
-            found,
-        };
-        let Pair {
-            server,
-            client,
-            startup,
-            responded,
-            replay,
-            ..
-        } = pair;
-        if d == C2S && server.negotiated().is_none() {
-            if let Some(r) = replay {
-                if r.len() + bytes.len() <= REPLAY_LIMIT {
-                    r.extend_from_slice(bytes);
-                } else {
-                    *replay = None;
-                }
-            }
-        }
-        // `peer` is the other side's Connection, shown the handshake envelopes.
-        let (receiver, peer) = if d == C2S {
-            (server, client)
-        } else {
-            (client, server)
-        };
-        let mut frame_at = 0;
-        let result = receiver.receive(bytes, &mut |event| {
-            match event {
-                ConnectionEvent::Unframed { envelope, .. } => {
-                    checks.summary.unframed_envelopes += 1;
-                    let h = envelope.header;
-                    let show = if d == C2S {
-                        // The client's envelopes up to and including the STARTUP.
-                        let before_startup = startup.is_none();
-                        if before_startup && h.opcode == Opcode::Startup as u8 {
-                            *startup = Some((h.protocol_version(), h.stream));
-                        }
-                        before_startup
-                    } else {
-                        if h.opcode == Opcode::Supported as u8 && startup.is_none() {
-                            recreate = Some(supported_options(envelope.body));
-                        }
-                        // The server's envelopes up to the STARTUP response, unless that
-                        // response refuses the STARTUP's version.
-                        let is_response = matches!(
-                            Opcode::from_u8(h.opcode),
-                            Some(Opcode::Ready | Opcode::Authenticate | Opcode::Error)
-                        );
-                        let refusal = is_response
-                            && startup.is_some_and(|(v, _)| h.version != v | RESPONSE_BIT);
-                        let show = !(*responded || refusal);
-                        if startup.is_some() && is_response {
-                            *responded = true;
-                        }
-                        show
-                    };
-                    if show {
-                        let mut sink = Vec::new();
-                        let _ = peer.send(&[&envelope.to_bytes()], &mut sink);
-                    }
-                }
-                ConnectionEvent::Frame(f) => {
-                    frame_at = f.offset;
-                    checks.frame(f)
-                }
-                ConnectionEvent::Envelope(e) => checks.envelope(&e, frame_at),
-                ConnectionEvent::Rejected { error, .. } => {
-                    checks.found.push(Found::rejected(&error))
-                }
-                ConnectionEvent::Switched { negotiated: n, .. } => {
-                    negotiated = Some(settings_name(Some(n.version), n.settings));
-                }
-            }
-            Ok(())
-        });
-        if let Err(e) = result {
-            found.push(Found::error(&e));
-        }
-        if let (Some(options), Some(replay)) = (recreate, &pair.replay) {
-            // The server's own SUPPORTED says which FRAME_CHECKSUM values it acts on.
-            let mut server = Connection::server(options, pair.max_body, SplitPolicy::SERVER);
-            let _ = server.receive(replay, &mut |_| Ok(()));
-            pair.server = server;
-        }
-        negotiated
-    }
-
-    fn framed(&mut self, d: usize, bytes: &[u8], found: &mut Vec<Found>) {
-        let summary = self.summary.dir(d);
-        let dir = &mut self.dirs[d];
-        let State::Framed { decoder, version } = &mut dir.state else {
-            return;
-        };
-        let mut checks = Checks {
-            summary,
-            pieces: &mut dir.pieces,
-            found,
-        };
-        let mut frame_at = 0;
-        let response = d == S2C;
-        let result = decoder.decode(bytes, |event| {
-            match event {
-                Event::Frame(f) => {
-                    frame_at = f.offset;
-                    checks.frame(f);
-                }
-                Event::Envelope(e) => {
-                    let h = e.header;
-                    let v = *version.get_or_insert(h.protocol_version());
-                    let expected = v | if response { RESPONSE_BIT } else { 0 };
-                    if h.version != expected {
-                        checks.found.push(Found::rejected(&FramingError::new(
-                            cqlframe::error::ErrorKind::UnexpectedVersion {
-                                found: h.version,
-                                expected,
-                            },
-                            frame_at,
-                        )));
-                    } else if v == 6 && h.flags & FLAG_USE_BETA == 0 {
-                        checks.found.push(Found::rejected(&FramingError::new(
-                            cqlframe::error::ErrorKind::MissingBetaFlag,
-                            frame_at,
-                        )));
-                    }
-                    checks.envelope(&e, frame_at);
-                }
-            }
-            Ok(())
-        });
-        if let Err(e) = result {
-            found.push(Found::error(&e));
-        }
-    }
-
-    /// Looks for the first frame of a joined direction; once found, decoding starts at the next
+    /// Looks for the first frame of a direction; once found, judging starts at the next
     /// self-contained frame (a non-self-contained one may continue an envelope begun before).
-    fn sync(&mut self, d: usize, bytes: &[u8], found: &mut Vec<Found>) {
-        let State::Sync(s) = &mut self.dirs[d].state else {
+    fn sync(&mut self, d: usize, bytes: &[u8], found: &mut Vec<Finding>) {
+        let Some(s) = &mut self.syncs[d] else {
             return;
         };
         s.buf.extend_from_slice(bytes);
@@ -687,11 +313,12 @@ impl Analyzer {
                 if s.base + s.scan as u64 > SYNC_LIMIT && !s.walking {
                     let note = format!(
                         "{}: no verifiable frame in the first {} MiB: not checked",
-                        DIRECTION[d],
+                        direction(d).name(),
                         SYNC_LIMIT >> 20
                     );
                     self.summary.notes.push(note);
-                    self.dirs[d].state = State::Stopped;
+                    self.syncs[d] = None;
+                    self.judge.stop(direction(d));
                 }
             }
             Step::Start(at) => {
@@ -699,20 +326,18 @@ impl Analyzer {
                 let version = s.version;
                 let offset = s.base + at as u64;
                 let rest = s.buf.split_off(at);
-                self.summary.dir(d).joined_at = Some(offset);
+                self.syncs[d] = None;
+                self.summary.dir(d).joined_at.get_or_insert(offset);
                 let name = settings_name(version, settings);
                 self.summary.notes.push(format!(
                     "{}: decoding from byte {offset} ({name})",
-                    DIRECTION[d]
+                    direction(d).name()
                 ));
                 if self.summary.negotiated.is_none() {
                     self.summary.negotiated = Some(format!("{name} (detected)"));
                 }
-                self.dirs[d].state = State::Framed {
-                    decoder: Box::new(Decoder::starting_at(settings, self.max_body, offset)),
-                    version,
-                };
-                self.framed(d, &rest, found);
+                self.judge.resume(direction(d), settings, version, offset);
+                self.judge.receive(direction(d), &rest, found);
             }
         }
     }
@@ -720,92 +345,57 @@ impl Analyzer {
     fn gap(&mut self, d: usize, offset: u64, missing: u64) {
         let note = format!(
             "{}: {missing} bytes at byte {offset} are missing from the capture",
-            DIRECTION[d]
+            direction(d).name()
         );
-        let (settings, version) = match &self.dirs[d].state {
-            State::Stopped => return,
-            State::Paired => {
-                let pair = self.pair.as_ref().expect("paired");
-                let conn = if d == C2S { &pair.server } else { &pair.client };
-                match conn.negotiated() {
-                    Some(n) => (Some(n.settings), Some(n.version)),
-                    None => {
-                        self.summary
-                            .notes
-                            .push(format!("{note}; before the switch: not checked further"));
-                        self.dirs[d].state = State::Stopped;
-                        return;
-                    }
+        let known = match &self.syncs[d] {
+            Some(s) => s.settings.filter(|_| s.known).map(|k| (k, s.version)),
+            None if self.judge.stopped(direction(d)) => return,
+            None => match self.judge.framing(direction(d)) {
+                Some(k) => Some(k),
+                None => {
+                    self.summary
+                        .notes
+                        .push(format!("{note}; before the switch: not checked further"));
+                    self.judge.stop(direction(d));
+                    return;
                 }
-            }
-            State::Framed { decoder, version } => (Some(decoder.settings()), *version),
-            State::Sync(s) => (s.settings.filter(|_| s.known), s.version),
+            },
         };
         self.summary
             .notes
             .push(format!("{note}; looking for the next frame"));
-        self.dirs[d].pieces.clear();
-        self.dirs[d].state = State::Sync(Box::new(Sync {
-            buf: Vec::new(),
-            base: offset + missing,
-            scan: 0,
-            settings,
-            known: settings.is_some(),
-            version,
-            walking: false,
-        }));
+        // What was decoded before the gap is abandoned: judging resumes at the next frame.
+        self.judge.stop(direction(d));
+        self.syncs[d] = Some(Sync::new(offset + missing, known));
     }
 
-    /// The sender closed direction `d` at `offset`: inside a frame or sequence is RECV-9.
-    fn finish(&mut self, d: usize, offset: u64, packet: u64) {
-        let result = match &mut self.dirs[d].state {
-            State::Paired => {
-                let pair = self.pair.as_mut().expect("paired");
-                if d == C2S {
-                    pair.server.finish()
-                } else {
-                    pair.client.finish()
-                }
-            }
-            State::Framed { decoder, .. } => decoder.finish(),
-            _ => Ok(()),
-        };
-        if let Err(e) = result {
-            self.report(d, vec![Found::error(&e)], packet);
-        }
-        let _ = offset;
-    }
-
-    /// Summary at the end: directions still open are noted.
+    /// Summary at the end: directions still open are noted, the findings tallied per rule.
     pub fn close(mut self) -> ConnSummary {
         for d in [C2S, S2C] {
             if self.summary.dir(d).closed.is_none() && self.seen_data[d] {
                 self.summary.dir(d).closed = Some("open at the end of the capture");
             }
+            self.summary.dir(d).stats = self.judge.stats(direction(d)).clone();
         }
+        let connection = self.summary.id;
+        self.summary.rules = self
+            .tally
+            .rules()
+            .iter()
+            .zip(&self.firsts)
+            .map(|(rule, &(packet, detected_in_packet))| Violation {
+                connection,
+                sender: rule.first.direction.sender(),
+                rule: rule.clone(),
+                packet,
+                detected_in_packet,
+            })
+            .collect();
         self.summary
     }
 
     pub fn set_tcp_stats(&mut self, d: usize, retransmitted: u64) {
         self.summary.dir(d).retransmitted_bytes = retransmitted;
-    }
-}
-
-/// What the server's SUPPORTED says it acts on: a server that does not list `FRAME_CHECKSUMS`
-/// ignores `FRAME_CHECKSUM` (NEG-3).
-fn supported_options(body: &[u8]) -> ServerOptions {
-    let map = cqlframe::body::read_string_multimap(body).unwrap_or_default();
-    let checksums = map
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case("FRAME_CHECKSUMS"))
-        .map(|(_, v)| {
-            v.iter()
-                .filter_map(|name| parse_checksum(name))
-                .collect::<Vec<PayloadChecksum>>()
-        });
-    ServerOptions {
-        lz4: true,
-        checksums,
     }
 }
 

@@ -171,25 +171,30 @@ impl Checker {
     }
 }
 
+/// One line per rule broken per direction: how often, and where first.
 pub fn violation_line(v: &Violation) -> String {
+    let f = &v.rule.first;
     format!(
-        "  {} ({}) {} at byte {} (packet {}{}): {}{}{}",
-        v.rule,
-        v.level,
-        v.direction,
-        v.offset,
+        "  {} ({}) {}: {} at byte {} (packet {}{}): {}{}{}",
+        f.rule,
+        f.level,
+        f.direction.name(),
+        match v.rule.count {
+            1 => "once".to_string(),
+            n => format!("{n} times, first"),
+        },
+        f.offset,
         v.packet.map_or_else(|| "?".to_string(), |p| p.to_string()),
         if v.packet != Some(v.detected_in_packet) && v.detected_in_packet > 0 {
             format!(", detected in {}", v.detected_in_packet)
         } else {
             String::new()
         },
-        v.message,
-        v.sender_rule
-            .as_ref()
+        f.message,
+        f.sender_rule
             .map(|r| format!(" [sender rule {r}]"))
             .unwrap_or_default(),
-        if v.fatal {
+        if f.fatal {
             "; checking of this direction stops (RECV-11)"
         } else {
             ""
@@ -198,9 +203,10 @@ pub fn violation_line(v: &Violation) -> String {
 }
 
 pub fn dir_line(name: &str, d: &DirSummary) -> String {
+    let t = &d.stats;
     let mut s = format!(
         "  {name}: {} bytes, {} unframed envelopes, {} frames, {} envelopes ({} sequences, largest {} bytes)",
-        d.bytes, d.unframed_envelopes, d.frames, d.envelopes, d.sequences, d.largest_envelope
+        d.bytes, t.unframed_envelopes, t.frames, t.envelopes, t.sequences, t.largest_envelope
     );
     if d.retransmitted_bytes > 0 {
         s += &format!(", {} bytes retransmitted", d.retransmitted_bytes);
@@ -216,7 +222,7 @@ pub fn dir_line(name: &str, d: &DirSummary) -> String {
 
 pub fn summary_text(c: &ConnSummary, quiet: bool) -> String {
     let mut s = String::new();
-    if quiet && c.kept.is_empty() {
+    if quiet && c.rules.is_empty() {
         return s;
     }
     s += &format!(
@@ -231,16 +237,9 @@ pub fn summary_text(c: &ConnSummary, quiet: bool) -> String {
         c.violations,
         c.findings
     );
-    for v in &c.kept {
+    for v in &c.rules {
         s += &violation_line(v);
         s.push('\n');
-    }
-    let shown = c.kept.len() as u64;
-    if c.violations + c.findings > shown {
-        s += &format!(
-            "  ... {} more of the same rules not listed\n",
-            c.violations + c.findings - shown
-        );
     }
     if !quiet {
         s += &dir_line("client-to-server", &c.client_to_server);
@@ -252,14 +251,6 @@ pub fn summary_text(c: &ConnSummary, quiet: bool) -> String {
         }
     }
     s
-}
-
-/// A connection as `check --json` writes it: the summary and the findings listed.
-#[derive(Serialize)]
-pub struct JsonConn<'a> {
-    #[serde(flatten)]
-    pub summary: &'a ConnSummary,
-    pub listed: &'a [Violation],
 }
 
 #[cfg(test)]

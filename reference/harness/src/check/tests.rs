@@ -6,6 +6,7 @@ use super::analyzer::ConnSummary;
 use super::Checker;
 use crate::pcap::read::Reader;
 use crate::pcap::write::{self as capture, Options};
+use crate::verdict::Level;
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -40,9 +41,14 @@ fn check_bytes(capture: &[u8]) -> Vec<ConnSummary> {
 fn rules(summaries: &[ConnSummary]) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = summaries
         .iter()
-        .flat_map(|c| c.kept.iter())
-        .filter(|v| v.level.starts_with("MUST"))
-        .map(|v| (v.direction.to_string(), v.rule.clone()))
+        .flat_map(|c| c.rules.iter())
+        .filter(|v| v.rule.first.level == Level::Must)
+        .map(|v| {
+            (
+                v.rule.first.direction.name().to_string(),
+                v.rule.first.rule.to_string(),
+            )
+        })
         .collect();
     v.sort();
     v.dedup();
@@ -114,7 +120,12 @@ fn committed_session_captures() {
         let found = check_bytes(&bytes);
         assert_eq!(found.len(), 1, "{id}: one connection");
         assert_eq!(found[0].handshake, "seen", "{id}");
-        assert_eq!(rules(&found), expected(&case), "{id}: {:#?}", found[0].kept);
+        assert_eq!(
+            rules(&found),
+            expected(&case),
+            "{id}: {:#?}",
+            found[0].rules
+        );
         if want_clean(&case) {
             assert_eq!(found[0].violations, 0, "{id}");
         }
@@ -177,7 +188,12 @@ fn reordered_and_retransmitted_segments() {
             }
         }
         let found = check_bytes(&write_pcap(&base, &with_dups));
-        assert_eq!(rules(&found), expected(&case), "{id}: {:#?}", found[0].kept);
+        assert_eq!(
+            rules(&found),
+            expected(&case),
+            "{id}: {:#?}",
+            found[0].rules
+        );
         let retransmitted = found[0].client_to_server.retransmitted_bytes
             + found[0].server_to_client.retransmitted_bytes;
         if packets.len() > 40 {
@@ -223,7 +239,7 @@ fn pcapng_gives_the_same_result() {
         let b = check_bytes(&ng);
         assert_eq!(rules(&a), rules(&b), "{id}");
         assert_eq!(
-            a[0].server_to_client.frames, b[0].server_to_client.frames,
+            a[0].server_to_client.stats.frames, b[0].server_to_client.stats.frames,
             "{id}"
         );
     }
@@ -256,8 +272,8 @@ fn joined_midway_detects_the_format() {
         for start in 1..packets.len().min(40) {
             let found = check_bytes(&write_pcap(&base, &packets[start..]));
             for c in &found {
-                assert_eq!(c.violations, 0, "{id} from packet {start}: {:#?}", c.kept);
-                if c.handshake == "joined" && c.server_to_client.envelopes > 0 {
+                assert_eq!(c.violations, 0, "{id} from packet {start}: {:#?}", c.rules);
+                if c.handshake == "joined" && c.server_to_client.stats.envelopes > 0 {
                     let got = c.negotiated.clone().unwrap_or_default();
                     assert!(got.contains(&want), "{id}: detected {got}, expected {want}");
                     detected += 1;
@@ -281,7 +297,7 @@ fn a_lost_segment_is_a_gap_not_a_violation() {
     packets.remove(victim);
     let found = check_bytes(&write_pcap(&base, &packets));
     let c = &found[0];
-    assert_eq!(c.violations, 0, "{:#?}", c.kept);
+    assert_eq!(c.violations, 0, "{:#?}", c.rules);
     assert!(
         c.client_to_server.lost_bytes + c.server_to_client.lost_bytes > 0,
         "{c:#?}"

@@ -6,6 +6,8 @@ use cqlframe::connection::ServerOptions;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+use crate::verdict::Level;
+
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Catalogue {
@@ -42,14 +44,6 @@ pub struct Case {
     pub client: ClientParams,
     #[serde(default)]
     pub server: ServerScript,
-}
-
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
-pub enum Level {
-    #[serde(rename = "MUST")]
-    Must,
-    #[serde(rename = "SHOULD")]
-    Should,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]

@@ -1,7 +1,8 @@
 //! Reports of a run: the console matrix, `report.json`, `junit.xml` and `index.html`.
 
 use super::cases::Case;
-use super::runner::{CaseResult, Driver, Outcome};
+use super::runner::{CaseResult, Driver};
+use crate::verdict::{Level, Outcome, Status};
 use cqlframe::format::Format;
 use cqlframe::frame_decoder::Frame;
 use serde_json::json;
@@ -329,7 +330,7 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
     for c in run.cases {
         let _ = write!(
             s,
-            "<tr><td><a href=\"#{0}\">{0}</a></td><td>{1:?}</td><td>{2}</td>",
+            "<tr><td><a href=\"#{0}\">{0}</a></td><td>{1}</td><td>{2}</td>",
             esc(&c.id),
             c.level,
             esc(&c.rules.join(", "))
@@ -363,7 +364,7 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
     for c in run.cases {
         let _ = writeln!(
             s,
-            "<h3 id=\"{0}\">{0}: {1}</h3><p>{2}</p><p><b>Rules:</b> {3} ({4:?}). <b>Expectation:</b> {5}.</p>",
+            "<h3 id=\"{0}\">{0}: {1}</h3><p>{2}</p><p><b>Rules:</b> {3} ({4}). <b>Expectation:</b> {5}.</p>",
             esc(&c.id),
             esc(&c.title),
             esc(&c.description),
@@ -387,19 +388,19 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
             );
             s.push_str("<table><tr><th>status</th><th>rule</th><th>level</th><th>check</th></tr>");
             for ch in &r.checks {
-                let cl = match ch.status.as_str() {
-                    "pass" => "pass",
-                    "fail" if ch.level.starts_with("MUST") => "fail",
-                    "fail" => "nonstrict",
-                    "info" => "info",
-                    _ => "unsup",
+                let cl = match (ch.status, ch.level) {
+                    (Status::Pass, _) => "pass",
+                    (Status::Fail, Level::Must) => "fail",
+                    (Status::Fail, Level::Should) => "nonstrict",
+                    (Status::Info, _) => "info",
+                    (Status::Unsupported, _) => "unsup",
                 };
                 let _ = write!(
                     s,
                     "<tr><td class={cl}>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    esc(&ch.status),
+                    ch.status,
                     esc(&ch.rule),
-                    esc(&ch.level),
+                    ch.level,
                     esc(&ch.message)
                 );
             }

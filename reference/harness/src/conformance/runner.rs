@@ -2,52 +2,16 @@
 //! driver's adapter against it, and judge the outcome from what the server saw and what the
 //! application saw.
 
-use super::cases::{Case, Expect, Level, OptIn};
+use super::cases::{Case, Expect, OptIn};
 use super::server::{Observations, Server};
 use crate::cql::expected_digest;
+use crate::verdict::{Check, Level, Outcome, Status, EXIT_UNSUPPORTED};
 use serde::Serialize;
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// The five outcomes of a case for one driver.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, PartialOrd, Ord)]
-pub enum Outcome {
-    #[serde(rename = "PASS")]
-    Pass,
-    #[serde(rename = "INFORMATIONAL")]
-    Informational,
-    #[serde(rename = "UNSUPPORTED")]
-    Unsupported,
-    #[serde(rename = "NON-STRICT")]
-    NonStrict,
-    #[serde(rename = "FAIL")]
-    Fail,
-}
-
-impl Outcome {
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::Pass => "PASS",
-            Outcome::Informational => "INFORMATIONAL",
-            Outcome::Unsupported => "UNSUPPORTED",
-            Outcome::NonStrict => "NON-STRICT",
-            Outcome::Fail => "FAIL",
-        }
-    }
-}
-
-/// One judged statement about the run.
-#[derive(Clone, Debug, Serialize)]
-pub struct Check {
-    pub rule: String,
-    pub level: String,
-    /// `pass`, `fail`, `info` or `unsupported`.
-    pub status: String,
-    pub message: String,
-}
 
 #[derive(Clone, Debug, Serialize)]
 pub struct AdapterRun {
@@ -258,20 +222,8 @@ pub fn run_case(driver: &Driver, case: &Case, timeout: Duration) -> CaseResult {
     judge(driver, case, adapter, observations)
 }
 
-fn check(rule: &str, level: &str, status: &str, message: impl Into<String>) -> Check {
-    Check {
-        rule: rule.into(),
-        level: level.into(),
-        status: status.into(),
-        message: message.into(),
-    }
-}
-
-fn level_name(level: Level) -> &'static str {
-    match level {
-        Level::Must => "MUST",
-        Level::Should => "SHOULD",
-    }
+fn check(rule: &str, level: Level, status: Status, message: impl Into<String>) -> Check {
+    Check::new(rule, level, status, message)
 }
 
 /// Judges a run: the server's checks of the driver's bytes, then the case's expectation of
@@ -279,11 +231,11 @@ fn level_name(level: Level) -> &'static str {
 pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observations) -> CaseResult {
     let mut checks = Vec::new();
     let main_rule = case.rules[0].clone();
-    let level = level_name(case.level);
+    let level = case.level;
     let report = &adapter.report;
     let mut unsupported = None;
 
-    if adapter.exit == Some(127) {
+    if adapter.exit == Some(EXIT_UNSUPPORTED) {
         let why = report
             .get("unsupported")
             .and_then(|v| v.as_str())
@@ -324,45 +276,27 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
             ));
         }
     }
-    // What the driver sent: every byte went through the server's Connection.
-    for (conn, receiver_rule, sender_rule, text) in &obs.client_errors {
-        checks.push(check(
-            sender_rule,
-            "MUST",
-            "fail",
-            format!("connection {conn}: the server's receiver rejected the driver's bytes under {receiver_rule}: {text}"),
-        ));
-    }
-    for f in &obs.findings {
-        let status = "fail";
-        checks.push(check(
-            &f.rule,
-            &f.level,
-            status,
-            format!("connection {}: {}", f.conn, f.message),
-        ));
-    }
-    // NEG-4: FRAME_CHECKSUM only when listed.
+    // What the driver sent, as the judge found it: one check per rule per connection.
     for c in &obs.connections {
-        let asked = c
-            .startup_options
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case("FRAME_CHECKSUM"))
-            .map(|(_, v)| v.to_ascii_lowercase());
-        if let Some(v) = asked {
-            let listed = match case.server.checksums.as_str() {
-                "absent" => false,
-                "crc32" => v == "crc32",
-                _ => v == "crc32" || v == "crc32c",
+        for r in c.findings.rules() {
+            let f = &r.first;
+            let detected = match f.sender_rule {
+                Some(_) => format!(" (the server's receiver rejected it under {})", f.rule),
+                None => String::new(),
             };
-            if !listed {
-                checks.push(check(
-                    "NEG-4",
-                    "MUST",
-                    "fail",
-                    format!("connection {}: STARTUP asks FRAME_CHECKSUM={v}, which SUPPORTED did not list", c.id),
-                ));
-            }
+            let times = match r.count {
+                1 => String::new(),
+                n => format!("{n} times, first "),
+            };
+            checks.push(check(
+                f.broken_by_sender(),
+                f.level,
+                Status::Fail,
+                format!(
+                    "connection {}: {times}at byte {}: {}{detected}",
+                    c.id, f.offset, f.message
+                ),
+            ));
         }
     }
     let framed: Vec<&String> = obs
@@ -401,7 +335,7 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
                 &main_rule
             },
             level,
-            "fail",
+            Status::Fail,
             format!(
                 "the adapter did not finish within {:.0} s (driver hung)",
                 adapter.seconds
@@ -411,7 +345,7 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
         checks.push(check(
             &main_rule,
             level,
-            "fail",
+            Status::Fail,
             format!(
                 "the adapter printed no JSON report (exit {:?})",
                 adapter.exit
@@ -424,7 +358,7 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
                     checks.push(check(
                         &main_rule,
                         level,
-                        "fail",
+                        Status::Fail,
                         format!(
                             "the workload did not run: {}",
                             top_error.clone().unwrap_or_else(|| "no results".into())
@@ -436,7 +370,7 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
                         checks.push(check(
                             &main_rule,
                             level,
-                            "fail",
+                            Status::Fail,
                             format!(
                                 "request {i} failed: {}",
                                 e.as_str().unwrap_or(&e.to_string())
@@ -448,7 +382,7 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
                             checks.push(check(
                                 &main_rule,
                                 level,
-                                "fail",
+                                Status::Fail,
                                 format!("request {i}: the application got {} rows that differ from the server's (digest {digest})", r.get("rows").unwrap_or(&Value::Null)),
                             ));
                         }
@@ -456,12 +390,12 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
                 }
                 if case.client.action == "insert-large" {
                     match obs.inserts.as_slice() {
-                        [] => checks.push(check(&main_rule, level, "fail", "the server received no blob")),
+                        [] => checks.push(check(&main_rule, level, Status::Fail, "the server received no blob")),
                         inserts if inserts.iter().all(|(n, ok)| *ok && *n == case.client.blob_size) => {}
                         inserts => checks.push(check(
                             &main_rule,
                             level,
-                            "fail",
+                            Status::Fail,
                             format!("the server received blobs {inserts:?} (size, equal to the pattern), expected {} bytes", case.client.blob_size),
                         )),
                     }
@@ -472,7 +406,7 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
                 None => checks.push(check(
                     &fault_rule,
                     level,
-                    "fail",
+                    Status::Fail,
                     format!(
                         "the fault was never injected: no query on ks.t reached the server ({})",
                         top_error
@@ -490,7 +424,7 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
                             checks.push(check(
                                 &fault_rule,
                                 level,
-                                "fail",
+                                Status::Fail,
                                 format!(
                                     "request {i} failed only when its client timeout expired ({}): the driver did not detect the fault ({})",
                                     r["error"].as_str().unwrap_or_default(),
@@ -501,7 +435,7 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
                             checks.push(check(
                                 &fault_rule,
                                 level,
-                                "pass",
+                                Status::Pass,
                                 format!(
                                     "request {i} failed as it should: {}",
                                     e.as_str().unwrap_or(&e.to_string())
@@ -509,16 +443,16 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
                             ));
                         } else if let Some(digest) = r.get("digest").and_then(|d| d.as_str()) {
                             if digest != truth {
-                                checks.push(check("ERR-2", "MUST", "fail", format!("request {i}: the application got corrupted rows (digest {digest})")));
+                                checks.push(check("ERR-2", Level::Must, Status::Fail, format!("request {i}: the application got corrupted rows (digest {digest})")));
                             } else if obs.target_served <= 1 {
                                 checks.push(check(
                                         &fault_rule,
                                         level,
-                                        "fail",
+                                        Status::Fail,
                                         format!("request {i}: the application got the rows of the faulty response ({}): the driver accepted it", fault.note),
                                     ));
                             } else {
-                                checks.push(check(&fault_rule, level, "pass", format!("request {i}: rows from a clean retry ({} responses served)", obs.target_served)));
+                                checks.push(check(&fault_rule, level, Status::Pass, format!("request {i}: rows from a clean retry ({} responses served)", obs.target_served)));
                             }
                         }
                     }
@@ -526,7 +460,7 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
                         checks.push(check(
                             &fault_rule,
                             level,
-                            "pass",
+                            Status::Pass,
                             format!(
                                 "the workload failed: {}",
                                 top_error.clone().unwrap_or_default()
@@ -537,8 +471,8 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
                         if c.requests_after_fault > 0 {
                             checks.push(check(
                                     "ERR-2",
-                                    "MUST",
-                                    "fail",
+                                    Level::Must,
+                                    Status::Fail,
                                     format!("connection {}: {} more requests after the fault; the driver kept using a connection that failed a check", c.id, c.requests_after_fault),
                                 ));
                         }
@@ -557,8 +491,8 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
         if c.requests_after_startup_error > 0 {
             checks.push(check(
                 "LIFE-10",
-                "SHOULD",
-                "fail",
+                Level::Should,
+                Status::Fail,
                 format!(
                     "connection {}: the driver sent {} more requests, {after}on the connection whose STARTUP got ERROR instead of closing it",
                     c.id, c.requests_after_startup_error
@@ -571,8 +505,8 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
         {
             checks.push(check(
                 "LIFE-10",
-                "SHOULD",
-                "fail",
+                Level::Should,
+                Status::Fail,
                 format!(
                     "connection {}: the driver kept the connection whose STARTUP got ERROR open until the end of the case",
                     c.id
@@ -581,8 +515,8 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
         } else {
             checks.push(check(
                 "LIFE-10",
-                "SHOULD",
-                "pass",
+                Level::Should,
+                Status::Pass,
                 format!(
                     "connection {}: the driver closed the connection after the ERROR response to STARTUP, sending nothing more",
                     c.id
@@ -597,7 +531,7 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
         checks.push(check(
             &main_rule,
             level,
-            "fail",
+            Status::Fail,
             "no STARTUP reached the server: the case's ERROR response was never sent",
         ));
     }
@@ -605,8 +539,8 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
     if case.informational_unless == Some(OptIn::Options) && framed_options > 0 {
         checks.push(check(
             "LIFE-5",
-            "MUST",
-            "pass",
+            Level::Must,
+            Status::Pass,
             format!("the driver sent {framed_options} OPTIONS after the switch, framed; the server answered each with a framed SUPPORTED"),
         ));
     }
@@ -631,28 +565,12 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
         informational = None;
     }
     if let Some(i) = &informational {
-        checks.push(check(&main_rule, level, "info", i.clone()));
+        checks.push(check(&main_rule, level, Status::Info, i.clone()));
     }
     if let Some(u) = &unsupported {
-        checks.push(check(&main_rule, level, "unsupported", u.clone()));
+        checks.push(check(&main_rule, level, Status::Unsupported, u.clone()));
     }
-    let must_fail = checks
-        .iter()
-        .any(|c| c.status == "fail" && c.level.starts_with("MUST"));
-    let should_fail = checks
-        .iter()
-        .any(|c| c.status == "fail" && !c.level.starts_with("MUST"));
-    let outcome = if must_fail {
-        Outcome::Fail
-    } else if unsupported.is_some() {
-        Outcome::Unsupported
-    } else if should_fail {
-        Outcome::NonStrict
-    } else if informational.is_some() {
-        Outcome::Informational
-    } else {
-        Outcome::Pass
-    };
+    let outcome = Outcome::rate(&checks, unsupported.is_some(), informational.is_some());
     let summary = match outcome {
         Outcome::Pass => {
             let framed = framed.first().map(|s| s.as_str()).unwrap_or("unframed");
@@ -660,7 +578,7 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
         }
         _ => checks
             .iter()
-            .find(|c| c.status != "pass")
+            .find(|c| c.status != Status::Pass)
             .map(|c| format!("{}: {}", c.rule, c.message))
             .unwrap_or_default(),
     };

@@ -1,13 +1,14 @@
 //! The conformance server: a CQL server on 127.0.0.1 that speaks through a server-role
-//! [`Connection`] (so every byte a driver sends is checked against the spec), answers the
-//! primed queries of [`cql_results`], and frames its responses as the case's script says:
-//! split sizes, TCP chopping, injected faults. It records what it saw for the harness.
+//! [`Connection`], answers the primed queries of [`crate::cql`], and frames its responses as
+//! the case's script says: split sizes, TCP chopping, injected faults. Every byte of each
+//! connection, both ways, also goes to a [`Judge`]: what the driver sent is judged there, and
+//! the server records the judge's tally for the harness.
 
 use super::cases::ServerScript;
 use super::frames::{self, Layout, OutFrame};
 use crate::cql::{self as cql, Route};
+use crate::rules::{Direction, Judge, Tally};
 use cqlframe::body;
-use cqlframe::checksum::PayloadChecksum;
 use cqlframe::connection::{Connection, ConnectionEvent};
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::encoder::SplitPolicy;
@@ -15,8 +16,6 @@ use cqlframe::envelope::{
     envelope_bytes, opcode_name, EnvelopeHeader, Opcode, ENVELOPE_HEADER_LEN, FLAG_COMPRESSION,
     FLAG_USE_BETA, RESPONSE_BIT,
 };
-use cqlframe::error::ErrorKind;
-use cqlframe::format::Format;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::io::{ErrorKind as IoKind, Read, Write};
@@ -40,15 +39,6 @@ pub struct LogEntry {
     pub text: String,
 }
 
-/// A rule the client broke as a sender, found in what it sent.
-#[derive(Clone, Debug, Serialize)]
-pub struct Finding {
-    pub rule: String,
-    pub level: String,
-    pub conn: usize,
-    pub message: String,
-}
-
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ConnRecord {
     pub id: usize,
@@ -62,6 +52,8 @@ pub struct ConnRecord {
     /// `v5 lz4 crc32c`, once framed.
     pub negotiated: Option<String>,
     pub framing_error: Option<String>,
+    /// What the judge found in the driver's bytes: one entry per rule, with its count.
+    pub findings: Tally,
     pub requests: u32,
     /// Requests received on this connection well after a fault was written on it.
     pub requests_after_fault: u32,
@@ -106,12 +98,8 @@ pub struct Observations {
     pub fault: Option<FaultRecord>,
     /// Why the fault could not be applied (the driver's connection lacked a precondition).
     pub fault_not_applicable: Option<String>,
-    /// Sender rules broken by the client.
-    pub findings: Vec<Finding>,
     /// `insert-large`: blob sizes received and whether each equalled the pattern.
     pub inserts: Vec<(usize, bool)>,
-    /// Framing errors in what the client sent, with the rules (receiver's / sender's).
-    pub client_errors: Vec<(usize, String, String, String)>,
 }
 
 struct Shared {
@@ -143,22 +131,6 @@ impl Shared {
                 c.log_dropped += 1;
             }
         });
-    }
-
-    fn finding(&self, conn: usize, rule: &str, level: &str, message: String) {
-        let mut obs = self.obs.lock().unwrap();
-        let dup = obs
-            .findings
-            .iter()
-            .any(|f| f.rule == rule && f.message == message);
-        if !dup && obs.findings.len() < 50 {
-            obs.findings.push(Finding {
-                rule: rule.into(),
-                level: level.into(),
-                conn,
-                message,
-            });
-        }
     }
 }
 
@@ -256,8 +228,8 @@ struct Conn {
     sent: u64,
     fault_at: Option<Instant>,
     closed: bool,
-    /// Content lengths of the client's current non-self-contained sequence.
-    sequence: Vec<usize>,
+    /// Both directions, judged as they pass.
+    judge: Judge,
     version: u8,
     /// Framed responses of the current read, written together by `flush_pending`.
     pending: Vec<(Vec<u8>, bool)>,
@@ -283,7 +255,7 @@ fn serve(shared: Arc<Shared>, id: usize, stream: TcpStream) {
         sent: 0,
         fault_at: None,
         closed: false,
-        sequence: Vec::new(),
+        judge: Judge::for_node(shared.script.server_options(), MAX_BODY),
         version: 0,
         pending: Vec::new(),
     };
@@ -297,6 +269,7 @@ fn serve(shared: Arc<Shared>, id: usize, stream: TcpStream) {
         }
         match c.stream.read(&mut buf) {
             Ok(0) => {
+                c.judge_end();
                 if let Err(e) = c.conn.finish() {
                     c.client_error(&e);
                 }
@@ -321,6 +294,7 @@ fn serve(shared: Arc<Shared>, id: usize, stream: TcpStream) {
 
 impl Conn {
     fn input(&mut self, data: &[u8]) {
+        self.judge_bytes(Direction::ClientToServer, data);
         if let Some(mut first) = self.first.take() {
             first.extend_from_slice(data);
             if first.len() < ENVELOPE_HEADER_LEN {
@@ -405,10 +379,8 @@ impl Conn {
     fn receive(&mut self, data: &[u8]) {
         let mut requests = Vec::new();
         let mut frame_lines = Vec::new();
-        let mut checks: Vec<(&'static str, &'static str, String)> = Vec::new();
         let mut switched = None;
         let mut rejected = Vec::new();
-        let sequence = &mut self.sequence;
         let result = self.conn.receive(data, &mut |event| {
             match event {
                 ConnectionEvent::Unframed { envelope, .. } => requests.push((
@@ -418,73 +390,14 @@ impl Conn {
                         body: envelope.body.to_vec(),
                     },
                 )),
-                ConnectionEvent::Envelope(envelope) => {
-                    if sequence.len() > 1 {
-                        let short = sequence[..sequence.len() - 1]
-                            .iter()
-                            .any(|&n| n < cqlframe::encoder::SEQUENCE_FILL_FLOOR);
-                        if short {
-                            checks.push((
-                                "SEND-7",
-                                "SHOULD",
-                                format!(
-                                    "a sequence's frames are not filled to at least {} bytes (contents {:?})",
-                                    cqlframe::encoder::SEQUENCE_FILL_FLOOR,
-                                    sequence
-                                ),
-                            ));
-                        }
-                    }
-                    sequence.clear();
-                    requests.push((
-                        false,
-                        Request {
-                            header: envelope.header,
-                            body: envelope.body.to_vec(),
-                        },
-                    ))
-                }
-                ConnectionEvent::Frame(frame) => {
-                    let h = frame.header;
-                    frame_lines.push(super::report::frame_line(frame));
-                    if h.reserved != 0 {
-                        let rule = if h.format == Format::Lz4 { "FMT-10" } else { "FMT-6" };
-                        checks.push((
-                            rule,
-                            "MUST",
-                            format!("frame at byte {} has reserved bits {:#x}", frame.offset, h.reserved),
-                        ));
-                    }
-                    if h.format == Format::Lz4
-                        && h.uncompressed_length > 0
-                        && h.payload_length >= h.uncompressed_length
-                    {
-                        checks.push((
-                            "LZ4-3",
-                            "SHOULD",
-                            format!(
-                                "frame at byte {} is compressed to {} bytes from {}: should be stored",
-                                frame.offset, h.payload_length, h.uncompressed_length
-                            ),
-                        ));
-                    }
-                    if h.self_contained {
-                        sequence.clear();
-                    } else {
-                        if sequence.is_empty() && frame.content.len() < ENVELOPE_HEADER_LEN {
-                            checks.push((
-                                "SEND-8",
-                                "MUST",
-                                format!(
-                                    "first frame of a sequence at byte {} carries {} bytes, less than the envelope header",
-                                    frame.offset,
-                                    frame.content.len()
-                                ),
-                            ));
-                        }
-                        sequence.push(frame.content.len());
-                    }
-                }
+                ConnectionEvent::Envelope(envelope) => requests.push((
+                    false,
+                    Request {
+                        header: envelope.header,
+                        body: envelope.body.to_vec(),
+                    },
+                )),
+                ConnectionEvent::Frame(frame) => frame_lines.push(super::report::frame_line(frame)),
                 ConnectionEvent::Rejected { envelope, error } => {
                     rejected.push((envelope.header, error));
                 }
@@ -496,9 +409,6 @@ impl Conn {
         });
         for line in frame_lines {
             self.shared.log(self.id, "c2s", line);
-        }
-        for (rule, level, message) in checks {
-            self.shared.finding(self.id, rule, level, message);
         }
         if let Some((offset, n)) = switched {
             self.shared.log(
@@ -546,8 +456,9 @@ impl Conn {
         }
     }
 
+    /// The server's own receiver refused the driver's bytes: logged (the judge records the
+    /// rule).
     fn client_error(&mut self, e: &cqlframe::FramingError) {
-        let sender_rule = sender_rule(&e.kind);
         let text = format!("{} ({} at byte {})", e.kind, e.rule(), e.offset);
         self.shared.log(
             self.id,
@@ -555,13 +466,32 @@ impl Conn {
             format!("framing error in client bytes: {text}"),
         );
         self.shared
-            .with_conn(self.id, |r| r.framing_error = Some(text.clone()));
-        self.shared.obs.lock().unwrap().client_errors.push((
-            self.id,
-            e.rule().to_string(),
-            sender_rule.to_string(),
-            text,
-        ));
+            .with_conn(self.id, |r| r.framing_error = Some(text));
+    }
+
+    /// Shows the judge what went over the wire, in order. Only what it finds in the driver's
+    /// bytes is recorded: the server's own bytes carry the case's faults on purpose.
+    fn judge_bytes(&mut self, d: Direction, bytes: &[u8]) {
+        let mut found = Vec::new();
+        self.judge.receive(d, bytes, &mut found);
+        self.record(d, &found);
+    }
+
+    /// The driver closed its side: ending inside a frame or envelope is RECV-9.
+    fn judge_end(&mut self) {
+        let mut found = Vec::new();
+        self.judge.finish(Direction::ClientToServer, &mut found);
+        self.record(Direction::ClientToServer, &found);
+    }
+
+    fn record(&self, d: Direction, found: &[crate::rules::Finding]) {
+        if d == Direction::ClientToServer && !found.is_empty() {
+            self.shared.with_conn(self.id, |r| {
+                for f in found {
+                    r.findings.add(f);
+                }
+            });
+        }
     }
 
     fn handle(&mut self, unframed: bool, req: Request) {
@@ -912,6 +842,7 @@ impl Conn {
         }
         self.sent += bytes.len() as u64;
         self.shared.with_conn(self.id, |r| r.record(false, bytes));
+        self.judge_bytes(Direction::ServerToClient, bytes);
         let chop = self.shared.script.chop;
         let pause = Duration::from_micros(self.shared.script.chop_pause_us);
         let result = if chop == 0 {
@@ -937,34 +868,6 @@ impl Conn {
 fn write_frames(frames: &[OutFrame], out: &mut Vec<u8>) {
     for f in frames {
         f.write(out);
-    }
-}
-
-/// The sender rule a client broke when the server's receiver reports `kind`.
-pub fn sender_rule(kind: &ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::HeaderCrcMismatch { .. } => "CRC-1",
-        ErrorKind::ChecksumBitMismatch { .. } => "FMT-13",
-        ErrorKind::PayloadChecksumMismatch { algorithm, .. } => match algorithm {
-            PayloadChecksum::Crc32 => "CRC-2",
-            _ => "CRC-3",
-        },
-        ErrorKind::Lz4Malformed { .. } | ErrorKind::Lz4LengthMismatch { .. } => "LZ4-1",
-        ErrorKind::Truncated { .. } => "RECV-9",
-        ErrorKind::PartialEnvelope { .. } => "SEND-2",
-        ErrorKind::SequenceOvershoot { .. } => "SEND-3",
-        ErrorKind::SequenceInterrupted => "SEND-5",
-        ErrorKind::EmptyContinuation => "SEND-6",
-        ErrorKind::EnvelopeTooLarge { .. } => "RECV-12",
-        ErrorKind::NegativeEnvelopeLength { .. } => "ENV-3",
-        ErrorKind::UnexpectedVersion { .. } => "ENV-2",
-        ErrorKind::MissingBetaFlag => "ENV-5",
-        ErrorKind::NotAnEnvelope { .. } => kind.rule(),
-        ErrorKind::SentBeforeStartupResponse => "LIFE-6",
-        ErrorKind::UnsupportedCompression { .. } => "NEG-2",
-        ErrorKind::UnsupportedChecksum { .. } => "NEG-4",
-        ErrorKind::RepeatedOption { .. } => "NEG-9",
-        ErrorKind::AfterError => "RECV-11",
     }
 }
 

@@ -2,8 +2,7 @@
 //! the server must do in return.
 
 use super::client::{decode_as, query_body, Aftermath, Probe};
-use crate::conformance::cases::Level;
-use crate::conformance::runner::Check;
+use crate::verdict::{Check, Level, Status};
 use cqlframe::body;
 use cqlframe::checksum::{crc24, PayloadChecksum};
 use cqlframe::encoder::write_raw;
@@ -53,20 +52,16 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    fn check(&mut self, rule: &str, level: &str, ok: bool, message: impl Into<String>) {
-        self.checks.push(Check {
-            rule: rule.into(),
-            level: level.into(),
-            status: if ok { "pass" } else { "fail" }.into(),
-            message: message.into(),
-        });
+    fn check(&mut self, rule: &str, level: Level, ok: bool, message: impl Into<String>) {
+        let status = if ok { Status::Pass } else { Status::Fail };
+        self.checks.push(Check::new(rule, level, status, message));
     }
 
-    fn pass(&mut self, rule: &str, level: &str, message: impl Into<String>) {
+    fn pass(&mut self, rule: &str, level: Level, message: impl Into<String>) {
         self.check(rule, level, true, message);
     }
 
-    fn fail(&mut self, rule: &str, level: &str, message: impl Into<String>) {
+    fn fail(&mut self, rule: &str, level: Level, message: impl Into<String>) {
         self.check(rule, level, false, message);
     }
 
@@ -103,8 +98,8 @@ pub struct Spec {
 
 const CQL: (&str, &str) = ("CQL_VERSION", "3.0.0");
 const LZ4: (&str, &str) = ("COMPRESSION", "lz4");
-const MUST: &str = "MUST";
-const SHOULD: &str = "SHOULD";
+const MUST: Level = Level::Must;
+const SHOULD: Level = Level::Should;
 
 /// A SELECT of `size` bytes or more (padded with a comment) that any server answers with rows.
 fn big_query(size: usize) -> String {
@@ -901,8 +896,8 @@ fn fault_checksum_bit(ctx: &mut Ctx, v: &mut Verdict) {
     if v.informational.is_some() {
         // To a protocol v5 server the bit is padding: what it does is reported, not judged.
         for c in &mut v.checks {
-            if c.status == "fail" {
-                c.status = "info".into();
+            if c.status == Status::Fail {
+                c.status = Status::Info;
             }
         }
     }

@@ -10,8 +10,9 @@ pub mod client;
 
 use crate::conformance::cases::Case;
 use crate::conformance::matches;
-use crate::conformance::runner::{AdapterRun, CaseResult, Check, Outcome};
+use crate::conformance::runner::{AdapterRun, CaseResult};
 use crate::conformance::server::{ConnRecord, LogEntry, Observations};
+use crate::verdict::{Check, Level, Outcome, Status};
 use serde::Deserialize;
 use std::time::{Duration, Instant};
 
@@ -36,39 +37,15 @@ pub struct Deviation {
 
 /// The conformance suite's case record for a probe case.
 fn as_case(spec: &cases::Spec) -> Case {
-    let level = match spec.level {
-        crate::conformance::cases::Level::Must => "MUST",
-        _ => "SHOULD",
-    };
     let doc = serde_json::json!({
         "id": spec.id,
         "title": spec.title,
         "description": spec.description,
         "rules": spec.rules,
-        "level": level,
+        "level": spec.level,
         "expect": "ok",
     });
     Case::deserialize(doc).expect("a probe case is a valid conformance case")
-}
-
-/// The outcome from the checks, as the conformance suite rates them.
-fn outcome(v: &cases::Verdict) -> Outcome {
-    let failed = |must: bool| {
-        v.checks
-            .iter()
-            .any(|c| c.status == "fail" && c.level.starts_with("MUST") == must)
-    };
-    if failed(true) {
-        Outcome::Fail
-    } else if v.unsupported.is_some() {
-        Outcome::Unsupported
-    } else if failed(false) {
-        Outcome::NonStrict
-    } else if v.informational.is_some() {
-        Outcome::Informational
-    } else {
-        Outcome::Pass
-    }
 }
 
 /// Runs the cases against `target`; the results in catalogue order.
@@ -103,22 +80,25 @@ pub fn probe(
         let mut v = cases::Verdict::default();
         (spec.run)(&mut ctx, &mut v);
         let mut checks: Vec<Check> = v.checks.clone();
-        for (status, message) in [("unsupported", &v.unsupported), ("info", &v.informational)] {
+        for (status, message) in [
+            (Status::Unsupported, &v.unsupported),
+            (Status::Info, &v.informational),
+        ] {
             if let Some(message) = message {
-                checks.push(Check {
-                    rule: spec.rules[0].into(),
-                    level: "MUST".into(),
-                    status: status.into(),
-                    message: message.clone(),
-                });
+                checks.push(Check::new(
+                    spec.rules[0],
+                    Level::Must,
+                    status,
+                    message.clone(),
+                ));
             }
         }
-        let outcome = outcome(&v);
+        let outcome = Outcome::rate(&checks, v.unsupported.is_some(), v.informational.is_some());
         let summary = match outcome {
             Outcome::Pass => "as expected".to_string(),
             _ => checks
                 .iter()
-                .find(|c| c.status != "pass")
+                .find(|c| c.status != Status::Pass)
                 .map(|c| format!("{}: {}", c.rule, c.message))
                 .unwrap_or_default(),
         };

@@ -3,8 +3,8 @@
 
 use super::probe;
 use crate::conformance::cases::ServerScript;
-use crate::conformance::runner::Outcome;
 use crate::conformance::server::Server;
+use crate::verdict::Outcome;
 use std::time::Duration;
 
 /// The results of every case against a server running `script`, none of them FAIL or

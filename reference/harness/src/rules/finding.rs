@@ -1,0 +1,189 @@
+//! What the judge says: a [`Finding`] per rule broken, and the [`Tally`] of one connection (one
+//! entry per rule with its count and first offset), which is what the reports print.
+
+use crate::verdict::Level;
+use cqlframe::checksum::PayloadChecksum;
+use cqlframe::error::ErrorKind;
+use cqlframe::FramingError;
+use serde::Serialize;
+
+/// Which way the judged bytes went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Direction {
+    #[serde(rename = "client-to-server")]
+    ClientToServer,
+    #[serde(rename = "server-to-client")]
+    ServerToClient,
+}
+
+impl Direction {
+    pub const BOTH: [Direction; 2] = [Direction::ClientToServer, Direction::ServerToClient];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::ClientToServer => "client-to-server",
+            Direction::ServerToClient => "server-to-client",
+        }
+    }
+
+    /// Who wrote the bytes.
+    pub fn sender(self) -> &'static str {
+        match self {
+            Direction::ClientToServer => "client",
+            Direction::ServerToClient => "server",
+        }
+    }
+
+    /// 0 for client-to-server, 1 for server-to-client: an index into per-direction arrays.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A rule broken by the bytes of one direction.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// The rule, as the receiver of these bytes detects it.
+    pub rule: &'static str,
+    /// The sender's rule behind it, where it differs (`RECV-2` is detected; `CRC-2` was broken).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sender_rule: Option<&'static str>,
+    pub level: Level,
+    pub direction: Direction,
+    /// The error kind (`payload_checksum_mismatch`, ...) or `sender_rule` for a check of a
+    /// sender rule that no receiver refuses.
+    pub kind: &'static str,
+    pub message: String,
+    /// Stream offset: the first byte of the frame (or unframed envelope) at fault.
+    pub offset: u64,
+    /// The receiver stops decoding this direction here (RECV-11).
+    pub fatal: bool,
+}
+
+impl Finding {
+    /// A rule the sender broke that the receiver does not refuse (FMT-6, SEND-7, ENV-4, ...).
+    pub fn sender(
+        rule: &'static str,
+        level: Level,
+        direction: Direction,
+        offset: u64,
+        message: String,
+    ) -> Self {
+        Finding {
+            rule,
+            sender_rule: None,
+            level,
+            direction,
+            kind: "sender_rule",
+            message,
+            offset,
+            fatal: false,
+        }
+    }
+
+    /// A framing error the receiver found: fatal for a stream error, not for an envelope
+    /// refused on its own (ENV-2, ENV-5).
+    pub fn error(e: &FramingError, direction: Direction, fatal: bool) -> Self {
+        let sender = sender_rule(&e.kind);
+        Finding {
+            rule: e.rule(),
+            sender_rule: (sender != e.rule()).then_some(sender),
+            level: Level::Must,
+            direction,
+            kind: e.kind.name(),
+            message: e.kind.to_string(),
+            offset: e.offset,
+            fatal,
+        }
+    }
+
+    /// The rule the sender broke.
+    pub fn broken_by_sender(&self) -> &'static str {
+        self.sender_rule.unwrap_or(self.rule)
+    }
+}
+
+/// The sender rule behind what a receiver reports as `kind`.
+pub fn sender_rule(kind: &ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::HeaderCrcMismatch { .. } => "CRC-1",
+        ErrorKind::ChecksumBitMismatch { .. } => "FMT-13",
+        ErrorKind::PayloadChecksumMismatch { algorithm, .. } => match algorithm {
+            PayloadChecksum::Crc32 => "CRC-2",
+            _ => "CRC-3",
+        },
+        ErrorKind::Lz4Malformed { .. } | ErrorKind::Lz4LengthMismatch { .. } => "LZ4-1",
+        ErrorKind::PartialEnvelope { .. } => "SEND-2",
+        ErrorKind::SequenceOvershoot { .. } => "SEND-3",
+        ErrorKind::SequenceInterrupted => "SEND-5",
+        ErrorKind::EmptyContinuation => "SEND-6",
+        ErrorKind::UnsupportedChecksum { .. } => "NEG-4",
+        ErrorKind::Truncated { .. }
+        | ErrorKind::EnvelopeTooLarge { .. }
+        | ErrorKind::NegativeEnvelopeLength { .. }
+        | ErrorKind::UnexpectedVersion { .. }
+        | ErrorKind::MissingBetaFlag
+        | ErrorKind::NotAnEnvelope { .. }
+        | ErrorKind::SentBeforeStartupResponse
+        | ErrorKind::UnsupportedCompression { .. }
+        | ErrorKind::RepeatedOption { .. }
+        | ErrorKind::AfterError => kind.rule(),
+    }
+}
+
+/// One rule broken on one connection in one direction: how often, and where first.
+#[derive(Clone, Debug, Serialize)]
+pub struct RuleCount {
+    /// The first finding of the rule (its offset, message and fatality).
+    #[serde(flatten)]
+    pub first: Finding,
+    pub count: u64,
+}
+
+/// The findings of one connection, one entry per (direction, rule), in the order first found.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(transparent)]
+pub struct Tally {
+    rules: Vec<RuleCount>,
+}
+
+impl Tally {
+    /// Counts `finding`; true when it is the first of its rule in its direction.
+    pub fn add(&mut self, finding: &Finding) -> bool {
+        let same = |c: &&mut RuleCount| {
+            c.first.direction == finding.direction
+                && c.first.rule == finding.rule
+                && c.first.sender_rule == finding.sender_rule
+        };
+        match self.rules.iter_mut().find(same) {
+            Some(c) => {
+                c.count += 1;
+                false
+            }
+            None => {
+                self.rules.push(RuleCount {
+                    first: finding.clone(),
+                    count: 1,
+                });
+                true
+            }
+        }
+    }
+
+    pub fn rules(&self) -> &[RuleCount] {
+        &self.rules
+    }
+
+    /// Findings of `level`, counted in full.
+    pub fn count(&self, level: Level) -> u64 {
+        self.rules
+            .iter()
+            .filter(|c| c.first.level == level)
+            .map(|c| c.count)
+            .sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+}

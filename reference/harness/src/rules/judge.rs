@@ -1,0 +1,383 @@
+//! The judge of one connection: both directions' bytes in, in the order they were sent, and
+//! [`Finding`]s out.
+//!
+//! A connection seen from its start goes through a pair of [`Connection`]s: a server-role one
+//! receives what the client sent, a client-role one what the server sent, and each is shown
+//! the other direction's handshake envelopes (as if it had sent them), so both switch to
+//! framing exactly where the real ends do, with what STARTUP negotiated. What the server node
+//! accepts is given by the caller when it knows it (the conformance server does) or learned
+//! from the connection's SUPPORTED (a SUPPORTED without `FRAME_CHECKSUMS` makes the server side
+//! one that ignores `FRAME_CHECKSUM`, as such a server does). A direction can also be judged
+//! from a known frame boundary on ([`Judge::resume`]), for captures joined midway or resumed
+//! after a gap.
+
+use super::finding::{Direction, Finding};
+use super::sender::{SenderChecks, Stats};
+use crate::verdict::Level;
+use cqlframe::body;
+use cqlframe::connection::{
+    framed_envelope_fault, Connection, ConnectionEvent, Negotiated, Role, ServerOptions,
+};
+use cqlframe::decoder::{Decoder, Event};
+use cqlframe::encoder::SplitPolicy;
+use cqlframe::envelope::{Envelope, Opcode, RESPONSE_BIT};
+use cqlframe::format::{parse_checksum, FrameSettings};
+use cqlframe::FramingError;
+
+/// Unframed client bytes kept to replay into a server side re-created from SUPPORTED.
+const REPLAY_LIMIT: usize = 1 << 20;
+
+/// How one direction is being judged.
+#[derive(Debug)]
+enum Mode {
+    /// Through the pair of Connections, from the first byte.
+    Paired,
+    /// From a frame boundary on, with the frame format known; the protocol version is learned
+    /// from the first envelope.
+    Framed {
+        decoder: Box<Decoder>,
+        version: Option<u8>,
+    },
+    /// Not judged any more: a fatal error (RECV-11), or a gap before the switch.
+    Stopped,
+}
+
+#[derive(Debug)]
+struct Side {
+    mode: Mode,
+    checks: SenderChecks,
+}
+
+/// The judge of one connection.
+#[derive(Debug)]
+pub struct Judge {
+    max_body: u32,
+    /// Server role: receives the client's bytes.
+    server: Connection,
+    /// Client role: receives the server's bytes.
+    client: Connection,
+    /// What the node accepts, when the caller said so; else learned from SUPPORTED.
+    node: Option<ServerOptions>,
+    /// The `FRAME_CHECKSUMS` values the node listed, once known (empty: SUPPORTED had none).
+    listed: Option<Vec<String>>,
+    /// STARTUP seen (version, stream): later client envelopes are not shown to `client`.
+    startup: Option<(u8, i16)>,
+    /// The STARTUP response has been shown to `server`.
+    responded: bool,
+    /// Unframed client bytes so far, to replay into a re-created `server`.
+    replay: Option<Vec<u8>>,
+    negotiated: Option<Negotiated>,
+    sides: [Side; 2],
+}
+
+impl Judge {
+    /// A connection seen from its first byte; the node's options are learned from SUPPORTED.
+    pub fn new(max_body: u32) -> Self {
+        Judge::paired(None, max_body)
+    }
+
+    /// A connection to a node that accepts `node` (whatever its SUPPORTED says), seen from its
+    /// first byte.
+    pub fn for_node(node: ServerOptions, max_body: u32) -> Self {
+        Judge::paired(Some(node), max_body)
+    }
+
+    /// A connection joined midway: nothing is judged until [`Judge::resume`].
+    pub fn joined(max_body: u32) -> Self {
+        let mut judge = Judge::paired(None, max_body);
+        for side in &mut judge.sides {
+            side.mode = Mode::Stopped;
+        }
+        judge
+    }
+
+    fn paired(node: Option<ServerOptions>, max_body: u32) -> Self {
+        let listed = node.as_ref().map(|n| {
+            n.checksums
+                .iter()
+                .flatten()
+                .map(|c| c.name().to_string())
+                .collect()
+        });
+        Judge {
+            max_body,
+            server: Connection::server(
+                node.clone().unwrap_or_default(),
+                max_body,
+                SplitPolicy::SERVER,
+            ),
+            client: Connection::new(Role::Client, max_body, SplitPolicy::DRIVERS),
+            node,
+            listed,
+            startup: None,
+            responded: false,
+            replay: Some(Vec::new()),
+            negotiated: None,
+            sides: Direction::BOTH.map(|d| Side {
+                mode: Mode::Paired,
+                checks: SenderChecks::new(d),
+            }),
+        }
+    }
+
+    /// The handshake's outcome, once a side has switched to framing.
+    pub fn negotiated(&self) -> Option<Negotiated> {
+        self.negotiated
+    }
+
+    pub fn stats(&self, d: Direction) -> &Stats {
+        &self.sides[d.index()].checks.stats
+    }
+
+    /// Whether `d` is no longer judged.
+    pub fn stopped(&self, d: Direction) -> bool {
+        matches!(self.sides[d.index()].mode, Mode::Stopped)
+    }
+
+    /// The frame settings and protocol version `d` is decoded with, once framed.
+    pub fn framing(&self, d: Direction) -> Option<(FrameSettings, Option<u8>)> {
+        match &self.sides[d.index()].mode {
+            Mode::Paired => self
+                .receiver(d)
+                .negotiated()
+                .map(|n| (n.settings, Some(n.version))),
+            Mode::Framed { decoder, version } => Some((decoder.settings(), *version)),
+            Mode::Stopped => None,
+        }
+    }
+
+    /// Judges `d` from stream offset `offset` on, a frame boundary where a self-contained frame
+    /// starts, framed with `settings` (a capture joined midway, or resumed after a gap).
+    pub fn resume(
+        &mut self,
+        d: Direction,
+        settings: FrameSettings,
+        version: Option<u8>,
+        offset: u64,
+    ) {
+        let side = &mut self.sides[d.index()];
+        side.checks.restart();
+        side.mode = Mode::Framed {
+            decoder: Box::new(Decoder::starting_at(settings, self.max_body, offset)),
+            version,
+        };
+    }
+
+    /// Stops judging `d` (bytes are missing before the switch: nothing can be said after).
+    pub fn stop(&mut self, d: Direction) {
+        self.sides[d.index()].mode = Mode::Stopped;
+    }
+
+    /// Judges the next `bytes` that `d`'s sender wrote; findings are appended to `out`.
+    pub fn receive(&mut self, d: Direction, bytes: &[u8], out: &mut Vec<Finding>) {
+        let start = out.len();
+        match self.sides[d.index()].mode {
+            Mode::Stopped => return,
+            Mode::Paired => self.paired_receive(d, bytes, out),
+            Mode::Framed { .. } => self.framed_receive(d, bytes, out),
+        }
+        if out[start..].iter().any(|f| f.fatal) {
+            self.stop(d);
+        }
+    }
+
+    /// `d`'s sender closed its side: inside a frame, a sequence or an envelope is RECV-9.
+    pub fn finish(&mut self, d: Direction, out: &mut Vec<Finding>) {
+        let result = match &mut self.sides[d.index()].mode {
+            Mode::Paired => match d {
+                Direction::ClientToServer => self.server.finish(),
+                Direction::ServerToClient => self.client.finish(),
+            },
+            Mode::Framed { decoder, .. } => decoder.finish(),
+            Mode::Stopped => Ok(()),
+        };
+        if let Err(e) = result {
+            out.push(Finding::error(&e, d, true));
+            self.stop(d);
+        }
+    }
+
+    fn receiver(&self, d: Direction) -> &Connection {
+        match d {
+            Direction::ClientToServer => &self.server,
+            Direction::ServerToClient => &self.client,
+        }
+    }
+
+    /// Feeds `d`'s receiver in the pair; the handshake envelopes are shown to the other side.
+    fn paired_receive(&mut self, d: Direction, bytes: &[u8], out: &mut Vec<Finding>) {
+        let client_side = d == Direction::ClientToServer;
+        if client_side && self.server.negotiated().is_none() {
+            if let Some(r) = &mut self.replay {
+                if r.len() + bytes.len() <= REPLAY_LIMIT {
+                    r.extend_from_slice(bytes);
+                } else {
+                    self.replay = None;
+                }
+            }
+        }
+        let mut supported = None;
+        let Judge {
+            server,
+            client,
+            listed,
+            startup,
+            responded,
+            negotiated,
+            sides,
+            ..
+        } = self;
+        let checks = &mut sides[d.index()].checks;
+        // `peer` is the other side's Connection, shown the handshake envelopes.
+        let (receiver, peer) = if client_side {
+            (server, client)
+        } else {
+            (client, server)
+        };
+        let mut frame_at = 0;
+        let result = receiver.receive(bytes, &mut |event| {
+            match event {
+                ConnectionEvent::Unframed { offset, envelope } => {
+                    checks.stats.unframed_envelopes += 1;
+                    let h = envelope.header;
+                    let show = if client_side {
+                        // The client's envelopes up to and including the STARTUP.
+                        let before_startup = startup.is_none();
+                        if before_startup && h.opcode == Opcode::Startup as u8 {
+                            *startup = Some((h.protocol_version(), h.stream));
+                            out.extend(unlisted_checksum(&envelope, listed.as_deref(), offset));
+                        }
+                        before_startup
+                    } else {
+                        if h.opcode == Opcode::Supported as u8 && startup.is_none() {
+                            supported = Some(envelope.body.to_vec());
+                        }
+                        // The server's envelopes up to the STARTUP response, unless that
+                        // response refuses the STARTUP's version.
+                        let is_response = matches!(
+                            Opcode::from_u8(h.opcode),
+                            Some(Opcode::Ready | Opcode::Authenticate | Opcode::Error)
+                        );
+                        let refusal = is_response
+                            && startup.is_some_and(|(v, _)| h.version != v | RESPONSE_BIT);
+                        let show = !(*responded || refusal);
+                        if startup.is_some() && is_response {
+                            *responded = true;
+                        }
+                        show
+                    };
+                    if show {
+                        let mut sink = Vec::new();
+                        let _ = peer.send(&[&envelope.to_bytes()], &mut sink);
+                    }
+                }
+                ConnectionEvent::Frame(f) => {
+                    frame_at = f.offset;
+                    checks.frame(f, out);
+                }
+                ConnectionEvent::Envelope(e) => checks.envelope(&e, frame_at, out),
+                ConnectionEvent::Rejected { envelope, error } => {
+                    out.push(Finding::error(&error, d, false));
+                    checks.envelope(&envelope, frame_at, out);
+                }
+                ConnectionEvent::Switched { negotiated: n, .. } => {
+                    negotiated.get_or_insert(n);
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            out.push(Finding::error(&e, d, true));
+        }
+        if let Some(body) = supported {
+            self.learn_supported(&body);
+        }
+    }
+
+    /// The server's SUPPORTED says which `FRAME_CHECKSUM` values it lists and acts on, unless
+    /// the caller said what the node accepts.
+    fn learn_supported(&mut self, body: &[u8]) {
+        if self.node.is_some() {
+            return;
+        }
+        let map = body::read_string_multimap(body).unwrap_or_default();
+        let listed = map
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("FRAME_CHECKSUMS"))
+            .map(|(_, v)| v.clone());
+        let options = ServerOptions {
+            lz4: true,
+            checksums: listed
+                .as_ref()
+                .map(|v| v.iter().filter_map(|name| parse_checksum(name)).collect()),
+        };
+        self.listed = Some(listed.unwrap_or_default());
+        if let Some(replay) = &self.replay {
+            let mut server = Connection::server(options, self.max_body, SplitPolicy::SERVER);
+            let _ = server.receive(replay, &mut |_| Ok(()));
+            self.server = server;
+        }
+    }
+
+    /// Decodes `d` from a frame boundary: the receiver's checks without the handshake.
+    fn framed_receive(&mut self, d: Direction, bytes: &[u8], out: &mut Vec<Finding>) {
+        let side = &mut self.sides[d.index()];
+        let Mode::Framed { decoder, version } = &mut side.mode else {
+            return;
+        };
+        let checks = &mut side.checks;
+        let role = match d {
+            Direction::ClientToServer => Role::Server,
+            Direction::ServerToClient => Role::Client,
+        };
+        let mut frame_at = 0;
+        let result = decoder.decode(bytes, |event| {
+            match event {
+                Event::Frame(f) => {
+                    frame_at = f.offset;
+                    checks.frame(f, out);
+                }
+                Event::Envelope(e) => {
+                    let v = *version.get_or_insert(e.header.protocol_version());
+                    if let Some(kind) = framed_envelope_fault(role, v, &e.header) {
+                        let error = FramingError::new(kind, frame_at);
+                        out.push(Finding::error(&error, d, false));
+                    }
+                    checks.envelope(&e, frame_at, out);
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            out.push(Finding::error(&e, d, true));
+        }
+    }
+}
+
+/// NEG-4: a STARTUP asks for a `FRAME_CHECKSUM` other than `crc32` that the node did not list
+/// (judged only when what the node listed is known).
+fn unlisted_checksum(
+    startup: &Envelope<'_>,
+    listed: Option<&[String]>,
+    offset: u64,
+) -> Option<Finding> {
+    let listed = listed?;
+    let options = body::read_string_map(startup.body).ok()?;
+    let (_, value) = options
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("FRAME_CHECKSUM"))?;
+    let allowed =
+        value.eq_ignore_ascii_case("crc32") || listed.iter().any(|l| l.eq_ignore_ascii_case(value));
+    (!allowed).then(|| {
+        Finding::sender(
+            "NEG-4",
+            Level::Must,
+            Direction::ClientToServer,
+            offset,
+            format!(
+                "STARTUP asks FRAME_CHECKSUM={value}, which the node's FRAME_CHECKSUMS did not list ({})",
+                if listed.is_empty() { "none".to_string() } else { listed.join(", ") }
+            ),
+        )
+    })
+}

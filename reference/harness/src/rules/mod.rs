@@ -1,0 +1,17 @@
+//! The rules engine: the one judge of CQL framing. Every tool that says whether bytes keep the
+//! spec asks it: the conformance server (what a driver sends), `cqlframe check` (every
+//! connection of a capture), the probe (what a server sends). A rule is checked here once, and
+//! the tools only report what it decides; the Wireshark dissector is tested against it.
+//!
+//! - [`Judge`]: one connection, both directions, bytes in and [`Finding`]s out. What a
+//!   receiver refuses comes from the reference's own [`cqlframe::connection::Connection`];
+//!   sender rules that no receiver enforces from [`SenderChecks`]; NEG-4 from the handshake.
+//! - [`Tally`]: a connection's findings, one entry per rule with its count and first offset.
+
+mod finding;
+mod judge;
+mod sender;
+
+pub use finding::{sender_rule, Direction, Finding, RuleCount, Tally};
+pub use judge::Judge;
+pub use sender::{SenderChecks, Stats};

@@ -1,0 +1,143 @@
+//! Verdicts as types: the level of a rule, the status of one check, the outcome of a case. The
+//! conformance suite and the probe rate their cases with them, and the reports print them; the
+//! rules engine ([`crate::rules`]) gives each finding a [`Level`].
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Exit status of an adapter asked for a case or action it does not know (the adapter
+/// contract of conformance/README.md); the harness calls the case UNSUPPORTED.
+pub const EXIT_UNSUPPORTED: i32 = 127;
+
+/// How binding a rule is. MUST NOT is a MUST-level rule; SHOULD NOT a SHOULD-level one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+pub enum Level {
+    #[serde(rename = "MUST")]
+    Must,
+    #[serde(rename = "SHOULD")]
+    Should,
+}
+
+impl Level {
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Must => "MUST",
+            Level::Should => "SHOULD",
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What one check found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    Fail,
+    /// Said for the record; no judgement (for example a known deviation).
+    Info,
+    /// The implementation cannot be asked what the check needs.
+    Unsupported,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Info => "info",
+            Status::Unsupported => "unsupported",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One judged statement about a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Check {
+    pub rule: String,
+    pub level: Level,
+    pub status: Status,
+    pub message: String,
+}
+
+impl Check {
+    pub fn new(rule: &str, level: Level, status: Status, message: impl Into<String>) -> Self {
+        Check {
+            rule: rule.to_string(),
+            level,
+            status,
+            message: message.into(),
+        }
+    }
+
+    /// A failed MUST: the case FAILs.
+    pub fn breaks_must(&self) -> bool {
+        self.status == Status::Fail && self.level == Level::Must
+    }
+
+    /// A failed SHOULD: the case is NON-STRICT at worst.
+    pub fn breaks_should(&self) -> bool {
+        self.status == Status::Fail && self.level == Level::Should
+    }
+}
+
+/// The five outcomes of a case for one implementation, worst last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, PartialOrd, Ord)]
+pub enum Outcome {
+    #[serde(rename = "PASS")]
+    Pass,
+    #[serde(rename = "INFORMATIONAL")]
+    Informational,
+    #[serde(rename = "UNSUPPORTED")]
+    Unsupported,
+    #[serde(rename = "NON-STRICT")]
+    NonStrict,
+    #[serde(rename = "FAIL")]
+    Fail,
+}
+
+impl Outcome {
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Pass => "PASS",
+            Outcome::Informational => "INFORMATIONAL",
+            Outcome::Unsupported => "UNSUPPORTED",
+            Outcome::NonStrict => "NON-STRICT",
+            Outcome::Fail => "FAIL",
+        }
+    }
+
+    /// The outcome the checks give: a broken MUST fails; otherwise an unsupported case is
+    /// UNSUPPORTED, a broken SHOULD NON-STRICT, a case the implementation did not opt in to
+    /// INFORMATIONAL.
+    pub fn rate(checks: &[Check], unsupported: bool, informational: bool) -> Outcome {
+        if checks.iter().any(Check::breaks_must) {
+            Outcome::Fail
+        } else if unsupported {
+            Outcome::Unsupported
+        } else if checks.iter().any(Check::breaks_should) {
+            Outcome::NonStrict
+        } else if informational {
+            Outcome::Informational
+        } else {
+            Outcome::Pass
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
