@@ -102,6 +102,6 @@ mkdir -p "$go_runner"
 cp kaitai/tests/go/*.go kaitai/tests/go/go.mod kaitai/tests/go/go.sum "$go_runner/"
 cp -r "$out/go/src/cqlframe" "$go_runner/cqlframe"
 (cd "$go_runner" && GOMODCACHE="$cache/go/mod" GOCACHE="$cache/go/build" GOTOOLCHAIN=local \
-    GOFLAGS=-mod=readonly go build -o "$out/kaitai-go" .)
+    GOFLAGS="-mod=readonly -modcacherw" go build -o "$out/kaitai-go" .)
 "$out/kaitai-go" -root "$root" || failed=1
 exit "$failed"

@@ -43,23 +43,6 @@ func readYAML(path string, into any) error {
 	return yaml.Unmarshal(data, into)
 }
 
-// opcodeNames reads the opcode enum of the grammar itself, upper-cased as in the manifest.
-func opcodeNames(ksy string) (map[int]string, error) {
-	var grammar struct {
-		Enums struct {
-			Opcode map[int]string `yaml:"opcode"`
-		} `yaml:"enums"`
-	}
-	if err := readYAML(ksy, &grammar); err != nil {
-		return nil, err
-	}
-	names := map[int]string{}
-	for code, name := range grammar.Enums.Opcode {
-		names[code] = strings.ToUpper(name)
-	}
-	return names, nil
-}
-
 func main() {
 	root := flag.String("root", ".", "the repository")
 	verbose := flag.Bool("verbose", false, "print every result, not only failures")
@@ -84,10 +67,11 @@ func run(root string, verbose bool) error {
 	if err := readYAML(filepath.Join(root, "kaitai/tests/vector_negatives.yaml"), &negatives); err != nil {
 		return err
 	}
-	names, err := opcodeNames(filepath.Join(root, "kaitai/cql_envelope.ksy"))
+	enums, err := loadEnums(root)
 	if err != nil {
 		return err
 	}
+	names := enums.names("cql_envelope::opcode")
 
 	passed, failed := 0, 0
 	report := func(ok bool, name string, problems []string) {
@@ -170,6 +154,19 @@ func run(root string, verbose bool) error {
 				report(false, "vector_negatives.yaml "+format+"."+short, []string{"no such invalid case"})
 			}
 		}
+	}
+
+	// 3. kst-like cases
+	files, err := filepath.Glob(filepath.Join(root, "kaitai/tests/kst/*.kst"))
+	if err != nil {
+		return err
+	}
+	for _, file := range files {
+		name, problems, err := runKst(file, vectors, enums)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		report(len(problems) == 0, name, problems)
 	}
 
 	fmt.Printf("kaitai-go: %d passed, %d failed\n", passed, failed)

@@ -154,6 +154,44 @@ public final class KaitaiJavaRunner {
                 if (!used.contains(name)) report(false, "vector_negatives.yaml " + name, List.of("no such invalid case"));
             }
         }
+        // 3. kst-like cases
+        ObjectMapper yaml = new ObjectMapper(new YAMLFactory());
+        List<Path> kstFiles;
+        try (var files = Files.list(root.resolve("kaitai/tests/kst"))) {
+            kstFiles = files.filter(f -> f.toString().endsWith(".kst")).sorted().toList();
+        }
+        for (Path file : kstFiles) {
+            JsonNode kst = yaml.readTree(file.toFile());
+            String name = "kst " + kst.get("id").asText();
+            byte[] data = Kst.data(kst, vectors);
+            Object parsed;
+            try {
+                parsed = Receiver.parse("kst", data, Kst.TYPES.get(kst.get("format").asText()));
+            } catch (Receiver.GrammarError e) {
+                String want = kst.has("exception") ? "kst " + kst.get("exception").asText() : null;
+                report(e.getMessage().equals(want), name, List.of(e.getMessage()));
+                continue;
+            }
+            if (kst.has("exception")) {
+                report(false, name, List.of("parsed, expected " + kst.get("exception").asText()));
+                continue;
+            }
+            List<String> problems = new ArrayList<>();
+            for (JsonNode a : kst.get("asserts")) {
+                String path = a.get("actual").asText();
+                try {
+                    Object actual = Kst.evaluate(parsed, data, path);
+                    if (!Kst.matches(actual, a.get("expected"))) {
+                        String shown = actual instanceof byte[] b ? HexFormat.of().formatHex(b) : String.valueOf(actual);
+                        problems.add(path + " = " + shown + ", expected " + a.get("expected"));
+                    }
+                } catch (ReflectiveOperationException | RuntimeException e) {
+                    problems.add(path + ": " + e);
+                }
+            }
+            report(problems.isEmpty(), name, problems);
+        }
+
         System.out.println("kaitai-java: " + passed + " passed, " + failed + " failed");
     }
 

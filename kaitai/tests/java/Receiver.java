@@ -157,16 +157,11 @@ final class Receiver {
         if (sequence != null) throw new RunnerRule("RECV-9");
     }
 
-    /**
-     * An envelope in the manifest's terms. Runtime 0.11 gives null for an opcode its enum does
-     * not list, losing the number: then the opcode is read from the envelope's own bytes
-     * (offset {@code at} in {@code content}, opcode at header byte 4), as the grammar lays it out.
-     */
+    /** An envelope in the manifest's terms; it starts at offset {@code at} of {@code content}. */
     private static EnvelopeRecord record(CqlEnvelope e, byte[] content, int at) {
         CqlEnvelope.Header h = e.header();
-        CqlEnvelope.Opcode opcode = h.opcode();
-        int code = opcode != null ? (int) opcode.id() : content[at + 4] & 0xFF;
-        String name = opcode != null ? opcode.name() : String.format("0x%02x", code);
+        int code = Opcodes.code(e, content, at);
+        String name = h.opcode() != null ? h.opcode().name() : String.format("0x%02x", code);
         return new EnvelopeRecord(h.version(), h.flags(), h.stream(), code, name, h.bodyLength(), e.body());
     }
 }
