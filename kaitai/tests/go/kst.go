@@ -15,8 +15,6 @@ import (
 	"strings"
 
 	"cqlframe-kaitai-go/cqlframe"
-
-	"github.com/kaitai-io/kaitai_struct_go_runtime/kaitai"
 )
 
 type kstCase struct {
@@ -31,32 +29,17 @@ type kstCase struct {
 	} `yaml:"asserts"`
 }
 
-// kstTypes reads each top-level type of the grammar from a stream.
-var kstTypes = map[string]func(*kaitai.Stream) (any, error){
-	"cql_envelope": func(io *kaitai.Stream) (any, error) {
-		t := cqlframe.NewCqlEnvelope()
-		return t, t.Read(io, nil, t)
-	},
-	"cql_envelopes": func(io *kaitai.Stream) (any, error) {
-		t := cqlframe.NewCqlEnvelopes()
-		return t, t.Read(io, nil, t)
-	},
-	"cql_frame_uncompressed": func(io *kaitai.Stream) (any, error) {
-		t := cqlframe.NewCqlFrameUncompressed()
-		return t, t.Read(io, nil, t)
-	},
-	"cql_frame_lz4": func(io *kaitai.Stream) (any, error) {
-		t := cqlframe.NewCqlFrameLz4()
-		return t, t.Read(io, nil, t)
-	},
-	"cql_frames_uncompressed": func(io *kaitai.Stream) (any, error) {
-		t := cqlframe.NewCqlFramesUncompressed()
-		return t, t.Read(io, nil, t)
-	},
-	"cql_frames_lz4": func(io *kaitai.Stream) (any, error) {
-		t := cqlframe.NewCqlFramesLz4()
-		return t, t.Read(io, nil, t)
-	},
+// top adapts parse to the kst: any top-level type, read whole.
+func top[T any, P topLevel[T]](data []byte) (any, error) { return parse[T, P]("kst", data) }
+
+// kstTypes reads each top-level type of the grammar.
+var kstTypes = map[string]func([]byte) (any, error){
+	"cql_envelope":            top[cqlframe.CqlEnvelope],
+	"cql_envelopes":           top[cqlframe.CqlEnvelopes],
+	"cql_frame_uncompressed":  top[cqlframe.CqlFrameUncompressed],
+	"cql_frame_lz4":           top[cqlframe.CqlFrameLz4],
+	"cql_frames_uncompressed": top[cqlframe.CqlFramesUncompressed],
+	"cql_frames_lz4":          top[cqlframe.CqlFramesLz4],
 }
 
 func camel(snake string) string {
@@ -161,11 +144,7 @@ func runKst(file, vectors string, enums enumTable) (string, []string, error) {
 	if !ok {
 		return name, []string{"unknown format " + c.Format}, nil
 	}
-	var parsed any
-	err = parseStage("kst", data, func(io *kaitai.Stream) (err error) {
-		parsed, err = read(io)
-		return err
-	})
+	parsed, err := read(data)
 	if err != nil {
 		if g, ok := err.(*grammarError); ok && g.name == c.Exception {
 			return name, nil, nil

@@ -89,11 +89,8 @@ func kstName(err error) (string, bool) {
 	return "", false
 }
 
-// reader is what every generated type's Read looks like once its root is bound.
-type reader func(*kaitai.Stream) error
-
 // parseStage runs one generated parser over data; a Kaitai error becomes a grammarError.
-func parseStage(stage string, data []byte, read reader) error {
+func parseStage(stage string, data []byte, read func(*kaitai.Stream) error) error {
 	err := read(kaitai.NewStream(bytes.NewReader(data)))
 	if err == nil {
 		return nil
@@ -104,62 +101,83 @@ func parseStage(stage string, data []byte, read reader) error {
 	return err
 }
 
-func uncompressedViews(data []byte) ([]frameView, error) {
-	s := cqlframe.NewCqlFramesUncompressed()
-	if err := parseStage("frames", data, func(io *kaitai.Stream) error { return s.Read(io, nil, s) }); err != nil {
+// topLevel is a generated type of a .ksy's own meta id: it is its own root.
+type topLevel[T any] interface {
+	*T
+	Read(io *kaitai.Stream, parent kaitai.Struct, root *T) error
+}
+
+// parse reads data as the top-level type T at one parse stage.
+func parse[T any, P topLevel[T]](stage string, data []byte) (P, error) {
+	t := P(new(T))
+	return t, parseStage(stage, data, func(io *kaitai.Stream) error { return t.Read(io, nil, t) })
+}
+
+// wireBytes are the instances every frame type has: the bytes its CRC24 covers and the
+// payload as on the wire.
+func wireBytes(h interface{ Crc24Input() ([]byte, error) }, p interface{ Bytes() ([]byte, error) }) (input, payload []byte, err error) {
+	if input, err = h.Crc24Input(); err != nil {
+		return nil, nil, err
+	}
+	payload, err = p.Bytes()
+	return input, payload, err
+}
+
+// frameViews parses a whole input with the stream type S and views each of its frames.
+func frameViews[S any, P topLevel[S], F any](data []byte, frames func(P) []F, view func(F) (frameView, error)) ([]frameView, error) {
+	s, err := parse[S, P]("frames", data)
+	if err != nil {
 		return nil, err
 	}
-	views := make([]frameView, 0, len(s.Frames))
-	for _, f := range s.Frames {
-		h := f.Header
-		input, err := h.Crc24Input()
+	var views []frameView
+	for _, f := range frames(s) {
+		v, err := view(f)
 		if err != nil {
 			return nil, err
 		}
-		payload, err := f.Payload.Bytes()
-		if err != nil {
-			return nil, err
-		}
-		views = append(views, frameView{
-			size: 6 + int(h.PayloadLength) + 4, payloadLength: h.PayloadLength,
-			selfContained: h.SelfContained, checksumBit: h.ChecksumBit, stored: true,
-			reserved: h.Reserved, headerCrc24: h.HeaderCrc24, crc24Input: input,
-			payload: payload, envelopes: f.Payload.Envelopes, payloadChecksum: f.PayloadChecksum,
-		})
+		views = append(views, v)
 	}
 	return views, nil
 }
 
-func lz4Views(data []byte) ([]frameView, error) {
-	s := cqlframe.NewCqlFramesLz4()
-	if err := parseStage("frames", data, func(io *kaitai.Stream) error { return s.Read(io, nil, s) }); err != nil {
-		return nil, err
+func uncompressedView(f *cqlframe.CqlFrameUncompressed) (frameView, error) {
+	h := f.Header
+	input, payload, err := wireBytes(h, f.Payload)
+	return frameView{
+		size: 6 + int(h.PayloadLength) + 4, payloadLength: h.PayloadLength,
+		selfContained: h.SelfContained, checksumBit: h.ChecksumBit, stored: true,
+		reserved: h.Reserved, headerCrc24: h.HeaderCrc24, crc24Input: input,
+		payload: payload, envelopes: f.Payload.Envelopes, payloadChecksum: f.PayloadChecksum,
+	}, err
+}
+
+func lz4View(f *cqlframe.CqlFrameLz4) (frameView, error) {
+	h := f.Header
+	input, payload, err := wireBytes(h, f.Payload)
+	if err != nil {
+		return frameView{}, err
 	}
-	views := make([]frameView, 0, len(s.Frames))
-	for _, f := range s.Frames {
-		h := f.Header
-		input, err := h.Crc24Input()
-		if err != nil {
-			return nil, err
-		}
-		stored, err := h.IsStored()
-		if err != nil {
-			return nil, err
-		}
-		payload, err := f.Payload.Bytes()
-		if err != nil {
-			return nil, err
-		}
-		uncompressed := h.UncompressedLength
-		views = append(views, frameView{
-			size: 8 + int(h.CompressedLength) + 4, payloadLength: h.CompressedLength,
-			uncompressedLength: &uncompressed, selfContained: h.SelfContained,
-			checksumBit: h.ChecksumBit, stored: stored, reserved: h.Reserved,
-			headerCrc24: h.HeaderCrc24, crc24Input: input, payload: payload, block: f.Payload.Block,
-			envelopes: f.Payload.Envelopes, payloadChecksum: f.PayloadChecksum,
-		})
-	}
-	return views, nil
+	stored, err := h.IsStored()
+	uncompressed := h.UncompressedLength
+	return frameView{
+		size: 8 + int(h.CompressedLength) + 4, payloadLength: h.CompressedLength,
+		uncompressedLength: &uncompressed, selfContained: h.SelfContained,
+		checksumBit: h.ChecksumBit, stored: stored, reserved: h.Reserved,
+		headerCrc24: h.HeaderCrc24, crc24Input: input, payload: payload, block: f.Payload.Block,
+		envelopes: f.Payload.Envelopes, payloadChecksum: f.PayloadChecksum,
+	}, err
+}
+
+// viewsByFormat parses a whole input of each frame format.
+var viewsByFormat = map[string]func([]byte) ([]frameView, error){
+	"uncompressed": func(data []byte) ([]frameView, error) {
+		return frameViews[cqlframe.CqlFramesUncompressed](data,
+			func(s *cqlframe.CqlFramesUncompressed) []*cqlframe.CqlFrameUncompressed { return s.Frames }, uncompressedView)
+	},
+	"lz4": func(data []byte) ([]frameView, error) {
+		return frameViews[cqlframe.CqlFramesLz4](data,
+			func(s *cqlframe.CqlFramesLz4) []*cqlframe.CqlFrameLz4 { return s.Frames }, lz4View)
+	},
 }
 
 // receiver decodes one direction of a connection as the manifest's case describes it.
@@ -186,7 +204,7 @@ type runnerRule string
 func (r runnerRule) Error() string { return string(r) }
 
 func (r *receiver) run(format string, data []byte, out *decoded) error {
-	views, err := map[string]func([]byte) ([]frameView, error){"uncompressed": uncompressedViews, "lz4": lz4Views}[format](data)
+	views, err := viewsByFormat[format](data)
 	if err != nil {
 		return err
 	}
@@ -233,8 +251,8 @@ func (r *receiver) receive(views []frameView, length int, out *decoded) error {
 			}
 			envelopes := f.envelopes
 			if !f.stored {
-				s := cqlframe.NewCqlEnvelopes()
-				if err := parseStage("content", content, func(io *kaitai.Stream) error { return s.Read(io, nil, s) }); err != nil {
+				s, err := parse[cqlframe.CqlEnvelopes]("content", content)
+				if err != nil {
 					return err
 				}
 				envelopes = s.Envelopes
@@ -266,8 +284,8 @@ func (r *receiver) receive(views []frameView, length int, out *decoded) error {
 			return runnerRule("RECV-7")
 		}
 		if len(sequence) == total {
-			e := cqlframe.NewCqlEnvelope()
-			if err := parseStage("sequence", sequence, func(io *kaitai.Stream) error { return e.Read(io, nil, e) }); err != nil {
+			e, err := parse[cqlframe.CqlEnvelope]("sequence", sequence)
+			if err != nil {
 				return err
 			}
 			out.envelopes = append(out.envelopes, r.record(e))

@@ -51,45 +51,52 @@ public final class KaitaiJavaRunner {
         if (!Objects.equals(got, want)) problems.add(what + ": " + got + " != " + want);
     }
 
-    /** Differences of the decoded frames from the expected; without whole, not their number. */
-    static List<String> compareFrames(List<Receiver.FrameRecord> got, JsonNode want, boolean whole) throws Exception {
+    private static void blob(List<String> problems, String what, JsonNode want, byte[] got) throws Exception {
+        if (!same(want, got)) problems.add(what + " differs");
+    }
+
+    /** The comparison of one decoded record with the manifest's. */
+    @FunctionalInterface
+    interface RecordCheck<R> {
+        void check(List<String> problems, String prefix, R got, JsonNode want) throws Exception;
+    }
+
+    /**
+     * Differences of decoded records ({@code kind} frame or envelope) from the manifest's: their
+     * number (when {@code whole}), then each record.
+     */
+    static <R> List<String> compareRecords(String kind, List<R> got, JsonNode want, boolean whole,
+            RecordCheck<R> check) throws Exception {
         List<String> problems = new ArrayList<>();
-        if (whole && got.size() != want.size()) problems.add(got.size() + " frames, expected " + want.size());
+        if (whole && got.size() != want.size()) problems.add(got.size() + " " + kind + "s, expected " + want.size());
         for (int i = 0; i < Math.min(got.size(), want.size()); i++) {
-            Receiver.FrameRecord g = got.get(i);
-            JsonNode w = want.get(i);
-            String f = "frame " + i + " ";
-            field(problems, f + "offset", g.offset(), w.get("offset").asInt());
-            field(problems, f + "self_contained", g.selfContained(), w.get("self_contained").asBoolean());
-            field(problems, f + "payload_length", g.payloadLength(), w.get("payload_length").asLong());
-            JsonNode u = w.get("uncompressed_length");
-            field(problems, f + "uncompressed_length", g.uncompressedLength(), u.isNull() ? null : u.asLong());
-            field(problems, f + "checksum_bit", g.checksumBit(), w.get("checksum_bit").asBoolean());
-            field(problems, f + "reserved", g.reserved(), w.get("reserved").asLong());
-            field(problems, f + "header_crc24", g.headerCrc24(), w.get("header_crc24").asText());
-            field(problems, f + "payload_checksum", g.payloadChecksum(), w.get("payload_checksum").asText());
-            if (!same(w.get("payload"), g.payload())) problems.add(f + "payload differs");
-            if (!same(w.get("content"), g.content())) problems.add(f + "content differs");
+            check.check(problems, kind + " " + i + " ", got.get(i), want.get(i));
         }
         return problems;
     }
 
-    static List<String> compareEnvelopes(List<Receiver.EnvelopeRecord> got, JsonNode want) throws Exception {
-        List<String> problems = new ArrayList<>();
-        if (got.size() != want.size()) problems.add(got.size() + " envelopes, expected " + want.size());
-        for (int i = 0; i < Math.min(got.size(), want.size()); i++) {
-            Receiver.EnvelopeRecord g = got.get(i);
-            JsonNode w = want.get(i);
-            String e = "envelope " + i + " ";
-            field(problems, e + "version", g.version(), w.get("version").asInt());
-            field(problems, e + "flags", g.flags(), w.get("flags").asInt());
-            field(problems, e + "stream", g.stream(), w.get("stream").asInt());
-            field(problems, e + "opcode", g.opcode(), w.get("opcode").asInt());
-            field(problems, e + "opcode_name", g.opcodeName(), w.get("opcode_name").asText());
-            field(problems, e + "length", g.length(), w.get("length").asInt());
-            if (!same(w.get("body"), g.body())) problems.add(e + "body differs");
-        }
-        return problems;
+    static void checkFrame(List<String> problems, String f, Receiver.FrameRecord g, JsonNode w) throws Exception {
+        field(problems, f + "offset", g.offset(), w.get("offset").asInt());
+        field(problems, f + "self_contained", g.selfContained(), w.get("self_contained").asBoolean());
+        field(problems, f + "payload_length", g.payloadLength(), w.get("payload_length").asLong());
+        JsonNode u = w.get("uncompressed_length");
+        field(problems, f + "uncompressed_length", g.uncompressedLength(), u.isNull() ? null : u.asLong());
+        field(problems, f + "checksum_bit", g.checksumBit(), w.get("checksum_bit").asBoolean());
+        field(problems, f + "reserved", g.reserved(), w.get("reserved").asLong());
+        field(problems, f + "header_crc24", g.headerCrc24(), w.get("header_crc24").asText());
+        field(problems, f + "payload_checksum", g.payloadChecksum(), w.get("payload_checksum").asText());
+        blob(problems, f + "payload", w.get("payload"), g.payload());
+        blob(problems, f + "content", w.get("content"), g.content());
+    }
+
+    static void checkEnvelope(List<String> problems, String e, Receiver.EnvelopeRecord g, JsonNode w) throws Exception {
+        field(problems, e + "version", g.version(), w.get("version").asInt());
+        field(problems, e + "flags", g.flags(), w.get("flags").asInt());
+        field(problems, e + "stream", g.stream(), w.get("stream").asInt());
+        field(problems, e + "opcode", g.opcode(), w.get("opcode").asInt());
+        field(problems, e + "opcode_name", g.opcodeName(), w.get("opcode_name").asText());
+        field(problems, e + "length", g.length(), w.get("length").asInt());
+        blob(problems, e + "body", w.get("body"), g.body());
     }
 
     private void run(Path root) throws Exception {
@@ -123,8 +130,9 @@ public final class KaitaiJavaRunner {
             List<String> problems = new ArrayList<>();
             if (c.get("valid").asBoolean()) {
                 if (got.outcome != null) problems.add("unexpected error " + got.outcome);
-                problems.addAll(compareFrames(got.frames, exp.get("frames"), true));
-                problems.addAll(compareEnvelopes(got.envelopes, exp.get("envelopes")));
+                problems.addAll(compareRecords("frame", got.frames, exp.get("frames"), true, KaitaiJavaRunner::checkFrame));
+                problems.addAll(compareRecords("envelope", got.envelopes, exp.get("envelopes"), true,
+                        KaitaiJavaRunner::checkEnvelope));
                 report(problems.isEmpty(), id, problems);
                 continue;
             }
@@ -140,7 +148,8 @@ public final class KaitaiJavaRunner {
             String want;
             if (entry.has("runner")) {
                 want = "runner " + rule;
-                problems.addAll(compareFrames(got.frames, exp.get("frames"), false));
+                // the frames decoded in full before the error
+                problems.addAll(compareRecords("frame", got.frames, exp.get("frames"), false, KaitaiJavaRunner::checkFrame));
             } else {
                 want = "grammar " + entry.get("stage").asText() + " " + entry.get("exception").asText();
             }
