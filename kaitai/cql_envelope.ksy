@@ -75,6 +75,9 @@ types:
           A negative length is a framing error (ENV-3): the receiver cannot
           find the next envelope.
         doc-ref: spec/framing_v6.adoc#ENV-3
+    # The flag masks are cast to u1 (`flag::x.to_i.as<u1>`) so that `flags & mask` has one
+    # integer type in every target: Go's enum constants have their own type, and
+    # `uint8 & CqlEnvelope_Flag` does not compile.
     instances:
       protocol_version:
         value: version & 0x7f

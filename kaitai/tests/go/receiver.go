@@ -204,11 +204,15 @@ type runnerRule string
 func (r runnerRule) Error() string { return string(r) }
 
 func (r *receiver) run(format string, data []byte, out *decoded) error {
-	views, err := viewsByFormat[format](data)
+	views, ok := viewsByFormat[format]
+	if !ok {
+		return fmt.Errorf("unknown frame format %q", format)
+	}
+	frames, err := views(data)
 	if err != nil {
 		return err
 	}
-	err = r.receive(views, len(data), out)
+	err = r.receive(frames, len(data), out)
 	var rule runnerRule
 	if errors.As(err, &rule) {
 		out.outcome = "runner " + string(rule)

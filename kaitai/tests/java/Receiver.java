@@ -98,7 +98,11 @@ final class Receiver {
     Decoded decode(String format, byte[] data) {
         Decoded out = new Decoded();
         try {
-            List<FrameView> views = format.equals("lz4") ? lz4Views(data) : uncompressedViews(data);
+            List<FrameView> views = switch (format) {
+                case "uncompressed" -> uncompressedViews(data);
+                case "lz4" -> lz4Views(data);
+                default -> throw new IllegalArgumentException("unknown frame format " + format);
+            };
             receive(views, data.length, out);
         } catch (GrammarError e) {
             out.outcome = "grammar " + e.getMessage();
