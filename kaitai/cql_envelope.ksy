@@ -75,6 +75,9 @@ types:
           A negative length is a framing error (ENV-3): the receiver cannot
           find the next envelope.
         doc-ref: spec/framing_v6.adoc#ENV-3
+    # The flag masks are cast to u1 (`flag::x.to_i.as<u1>`) so that `flags & mask` has one
+    # integer type in every target: Go's enum constants have their own type, and
+    # `uint8 & CqlEnvelope_Flag` does not compile.
     instances:
       protocol_version:
         value: version & 0x7f
@@ -83,22 +86,22 @@ types:
         value: (version & 0x80) != 0
         doc: Bit 7 of the version byte, set in responses (ENV-2).
       has_compression:
-        value: (flags & flag::compression.to_i) != 0
+        value: (flags & flag::compression.to_i.as<u1>) != 0
         doc: |
           COMPRESSION (0x01). A sender never sets it on a framed connection
           (ENV-4); a receiver ignores it.
         doc-ref: spec/framing_v6.adoc#ENV-4
       has_tracing:
-        value: (flags & flag::tracing.to_i) != 0
+        value: (flags & flag::tracing.to_i.as<u1>) != 0
         doc: TRACING (0x02).
       has_custom_payload:
-        value: (flags & flag::custom_payload.to_i) != 0
+        value: (flags & flag::custom_payload.to_i.as<u1>) != 0
         doc: CUSTOM_PAYLOAD (0x04).
       has_warning:
-        value: (flags & flag::warning.to_i) != 0
+        value: (flags & flag::warning.to_i.as<u1>) != 0
         doc: WARNING (0x08).
       has_use_beta:
-        value: (flags & flag::use_beta.to_i) != 0
+        value: (flags & flag::use_beta.to_i.as<u1>) != 0
         doc: USE_BETA (0x10). Every v6-beta envelope carries it (ENV-5).
         doc-ref: spec/framing_v6.adoc#ENV-5
 enums:

@@ -3,12 +3,15 @@
 #
 # 1. Installs, idempotently and pinned, into the repo's ignored .cache/: the official Kaitai
 #    Struct compiler (JVM command line, Maven artifact io.kaitai:kaitai-struct-compiler_2.13,
-#    version in kaitai/tools/pom.xml), the Python runtime (kaitai/tests/requirements.txt) and
-#    the JavaScript runtime (kaitai/tests/package.json).
+#    version in kaitai/tools/pom.xml) and the runtimes of the tested targets: Python
+#    (kaitai/tests/requirements.txt), JavaScript (kaitai/tests/package.json), Java
+#    (kaitai/tests/java/pom.xml, into .cache/m2), Go (kaitai/tests/go/go.mod and go.sum, into
+#    .cache/go).
 # 2. Compiles every kaitai/*.ksy for every target of the compiler (-t all) into build/kaitai/;
 #    fails on any error or warning.
-# 3. Runs the generated Python and JavaScript parsers against the golden vectors and the
-#    kst-like cases (kaitai/tests/). Each prints `kaitai-<lang>: N passed, M failed`.
+# 3. Runs the generated Python, JavaScript, Java and Go parsers against the golden vectors
+#    (kaitai/tests/). Each prints `kaitai-<lang>: N passed, M failed`. Rust is compiled by ksc
+#    but not run: its official runtime is not on crates.io (kaitai/README.md).
 #
 #   kaitai/test.sh
 set -euo pipefail
@@ -84,4 +87,21 @@ EOF
 failed=0
 "$venv/bin/python" kaitai/tests/run_python.py --generated "$out/python" || failed=1
 NODE_PATH="$node_dir/node_modules" node kaitai/tests/run_javascript.js --generated "$out/javascript" || failed=1
+
+# Java: the generated sources and the runner, compiled against the pinned runtime.
+java_classpath="$(kaitai/tools/classpath.sh java-runner kaitai/tests/java/pom.xml)"
+rm -rf "$out/java-classes"
+javac -Xlint:all,-serial -Werror -d "$out/java-classes" -cp "$java_classpath" \
+    "$out"/java/src/*.java kaitai/tests/java/*.java
+java -cp "$out/java-classes:$java_classpath" KaitaiJavaRunner "$root" || failed=1
+
+# Go: the runner module with the generated package as cqlframe-kaitai-go/cqlframe; modules
+# and build cache under .cache/go, the toolchain the machine has (no toolchain download).
+go_runner="$out/go-runner"
+mkdir -p "$go_runner"
+cp kaitai/tests/go/*.go kaitai/tests/go/go.mod kaitai/tests/go/go.sum "$go_runner/"
+cp -r "$out/go/src/cqlframe" "$go_runner/cqlframe"
+(cd "$go_runner" && GOMODCACHE="$cache/go/mod" GOCACHE="$cache/go/build" GOTOOLCHAIN=local \
+    GOFLAGS="-mod=readonly -modcacherw" go build -o "$out/kaitai-go" .)
+"$out/kaitai-go" -root "$root" || failed=1
 exit "$failed"
