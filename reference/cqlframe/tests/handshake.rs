@@ -388,8 +388,8 @@ fn framed_envelope_version_is_checked() {
     assert_eq!(seen.rejected, vec!["ENV-2"]);
 }
 
-// ENV-4: the envelope COMPRESSION flag is a sender rule: receivers ignore the flag, and the
-// reference never sets it (its error responses included).
+// ENV-6: a receiver ignores the envelope COMPRESSION flag (the envelope is delivered, its body as
+// it is); ENV-4: the reference never sets it (its error responses included).
 #[test]
 fn envelope_compression_flag_ignored_and_never_sent() {
     let (mut client, mut srv) = framed_pair();

@@ -303,3 +303,20 @@ fn a_lost_segment_is_a_gap_not_a_violation() {
         "{c:#?}"
     );
 }
+
+/// ENV-4 is a SHOULD NOT: a client that sets the envelope COMPRESSION flag after the switch (as
+/// the Java driver does with LZ4) breaks no MUST, and the finding is one line per connection
+/// with its count (ENV-6: the server reads the bodies as they are).
+#[test]
+fn compression_flag_is_one_should_finding_per_connection() {
+    let path = root().join("vectors/pcap/session.lz4-compression-flag.pcap");
+    let found = check_bytes(&std::fs::read(path).expect("committed capture"));
+    let c = &found[0];
+    assert_eq!(c.violations, 0, "{:#?}", c.rules);
+    assert_eq!(c.rules.len(), 1, "{:#?}", c.rules);
+    let f = &c.rules[0].rule;
+    assert_eq!((f.first.rule, f.first.level), ("ENV-4", Level::Should));
+    assert_eq!(f.first.direction.name(), "client-to-server");
+    assert_eq!(f.count, 2, "both framed requests carry the flag");
+    assert_eq!(c.client_to_server.stats.envelopes, 2);
+}

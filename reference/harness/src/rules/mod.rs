@@ -15,3 +15,6 @@ mod sender;
 pub use finding::{sender_rule, Direction, Finding, RuleCount, Tally};
 pub use judge::Judge;
 pub use sender::{SenderChecks, Stats};
+
+#[cfg(test)]
+mod tests;

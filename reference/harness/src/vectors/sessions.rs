@@ -7,7 +7,9 @@ use crate::transcript::{EnvelopeRecord, FrameRecord};
 use cqlframe::body;
 use cqlframe::connection::{Connection, ConnectionEvent, Negotiated, Role, ServerOptions};
 use cqlframe::encoder::{FrameEncoder, SplitPolicy};
-use cqlframe::envelope::{envelope_bytes, split_envelopes, Opcode, FLAG_USE_BETA};
+use cqlframe::envelope::{
+    envelope_bytes, split_envelopes, Opcode, FLAG_COMPRESSION, FLAG_USE_BETA,
+};
 use cqlframe::error::FramingError;
 use cqlframe::format::FrameSettings;
 use serde_json::{json, Value};
@@ -408,8 +410,39 @@ pub fn cases() -> Vec<Case> {
             ),
         ),
     ];
+    all.push(case(
+        "lz4-compression-flag",
+        "Protocol v5 with LZ4; after the switch the client sets the envelope COMPRESSION flag on its requests, as the Java driver 4.x does: a SHOULD NOT for the sender (ENV-4), ignored by the server, which reads the bodies as they are (ENV-6).",
+        &with(&["NEG-1", "LZ4-1", "ENV-4", "ENV-6"]),
+        None,
+        compression_flag_after_switch(),
+    ));
     all.extend(violations());
     all
+}
+
+/// The Java driver's LZ4 connection: READY, then requests carrying the envelope COMPRESSION
+/// flag, their bodies not compressed at the envelope level.
+fn compression_flag_after_switch() -> Session {
+    let options = ServerOptions::default();
+    let mut s = Script::new(5, 0, options.clone());
+    s.request(0, Opcode::Options, &[])
+        .response(0, Opcode::Supported, &supported(&options));
+    s.request(
+        1,
+        Opcode::Startup,
+        &body::string_map(&[("CQL_VERSION", "3.0.0"), ("COMPRESSION", "lz4")]),
+    )
+    .response(1, Opcode::Ready, &[]);
+    s.flags = FLAG_COMPRESSION;
+    s.requests(&[
+        (2, Opcode::Options, Vec::new()),
+        (3, Opcode::Query, cql::query("SELECT k, v FROM ks.table", 5)),
+    ]);
+    s.flags = 0;
+    s.response(2, Opcode::Supported, &supported(&options))
+        .response(3, Opcode::Result, &cql::rows(3, 100));
+    s.session()
 }
 
 /// A v5 STARTUP refused by a server that speaks v4 at most (what Cassandra 3.x answers).

@@ -1,0 +1,131 @@
+//! The judge on small connections built here: what each rule's finding looks like, and that a
+//! rule is found once per place it is broken.
+
+use super::{Direction, Finding, Judge, Tally};
+use crate::verdict::Level;
+use cqlframe::body;
+use cqlframe::checksum::PayloadChecksum;
+use cqlframe::connection::ServerOptions;
+use cqlframe::encoder::{write_raw, FrameEncoder, SplitPolicy};
+use cqlframe::envelope::{envelope_bytes, Opcode, FLAG_COMPRESSION};
+use cqlframe::format::{Format, FrameSettings};
+use cqlframe::header::FrameHeader;
+
+const MAX_BODY: u32 = 256 << 20;
+const C2S: Direction = Direction::ClientToServer;
+const S2C: Direction = Direction::ServerToClient;
+
+fn startup(options: &[(&str, &str)]) -> Vec<u8> {
+    envelope_bytes(5, 0, 1, Opcode::Startup, &body::string_map(options))
+}
+
+fn framed(settings: FrameSettings, envelopes: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    FrameEncoder::new(settings, SplitPolicy::DRIVERS)
+        .write_envelopes(envelopes.iter().map(Vec::as_slice), &mut out);
+    out
+}
+
+/// STARTUP with `options`, READY: the judge has switched both directions.
+fn switched(judge: &mut Judge, options: &[(&str, &str)]) -> Vec<Finding> {
+    let mut found = Vec::new();
+    judge.receive(C2S, &startup(options), &mut found);
+    judge.receive(
+        S2C,
+        &envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]),
+        &mut found,
+    );
+    found
+}
+
+fn rules(found: &[Finding]) -> Vec<(&'static str, Level, Direction, bool)> {
+    found
+        .iter()
+        .map(|f| (f.rule, f.level, f.direction, f.fatal))
+        .collect()
+}
+
+// ENV-4 (SHOULD NOT) per envelope; ENV-6: the envelopes are still received.
+#[test]
+fn compression_flag_is_a_should_finding() {
+    let mut judge = Judge::new(MAX_BODY);
+    let lz4 = FrameSettings::new(Format::Lz4, PayloadChecksum::Crc32);
+    assert!(switched(&mut judge, &[("COMPRESSION", "lz4")]).is_empty());
+    let request = |stream| envelope_bytes(5, FLAG_COMPRESSION, stream, Opcode::Options, &[]);
+    let mut found = Vec::new();
+    judge.receive(C2S, &framed(lz4, &[request(2), request(3)]), &mut found);
+    assert_eq!(rules(&found), vec![("ENV-4", Level::Should, C2S, false); 2]);
+    assert_eq!(judge.stats(C2S).envelopes, 2);
+    let mut tally = Tally::default();
+    for f in &found {
+        tally.add(f);
+    }
+    assert_eq!(tally.rules().len(), 1);
+    assert_eq!(tally.rules()[0].count, 2);
+    assert_eq!(
+        (tally.count(Level::Must), tally.count(Level::Should)),
+        (0, 2)
+    );
+}
+
+// NEG-4: FRAME_CHECKSUM=crc32c to a node that did not list it; crc32 is always allowed.
+#[test]
+fn unlisted_checksum_is_neg4_when_the_node_is_known() {
+    let crc32_only = ServerOptions {
+        checksums: Some(vec![PayloadChecksum::Crc32]),
+        ..ServerOptions::default()
+    };
+    let mut judge = Judge::for_node(crc32_only.clone(), MAX_BODY);
+    let found = switched(&mut judge, &[("FRAME_CHECKSUM", "crc32c")]);
+    assert_eq!(rules(&found)[0], ("NEG-4", Level::Must, C2S, false));
+    let mut judge = Judge::for_node(crc32_only, MAX_BODY);
+    assert!(switched(&mut judge, &[("FRAME_CHECKSUM", "CRC32")]).is_empty());
+    // Nothing known about the node: not judged.
+    let mut judge = Judge::new(MAX_BODY);
+    assert!(switched(&mut judge, &[("FRAME_CHECKSUM", "crc32c")]).is_empty());
+}
+
+// A receiver's error is fatal for its direction (RECV-11) and names the sender's rule.
+#[test]
+fn a_receiver_error_stops_its_direction() {
+    let mut judge = Judge::new(MAX_BODY);
+    switched(&mut judge, &[]);
+    let mut wire = framed(
+        FrameSettings::default(),
+        &[envelope_bytes(5, 0, 2, Opcode::Options, &[])],
+    );
+    let last = wire.len() - 1;
+    wire[last] ^= 1;
+    let mut found = Vec::new();
+    judge.receive(C2S, &wire, &mut found);
+    assert_eq!(rules(&found), vec![("RECV-2", Level::Must, C2S, true)]);
+    assert_eq!(found[0].broken_by_sender(), "CRC-2");
+    assert!(judge.stopped(C2S));
+    judge.receive(C2S, &wire, &mut found);
+    assert_eq!(found.len(), 1, "nothing is judged after a fatal error");
+    assert!(!judge.stopped(S2C));
+}
+
+// SEND-8 and SEND-7 are sender rules no receiver refuses: a sequence whose first frame holds less
+// than the envelope header (and so is not filled either) is decoded all the same, not fatally.
+#[test]
+fn a_short_first_frame_is_send8_not_fatal() {
+    let mut judge = Judge::new(MAX_BODY);
+    switched(&mut judge, &[]);
+    let envelope = envelope_bytes(5, 0, 2, Opcode::Options, &[]);
+    let mut wire = Vec::new();
+    for piece in [&envelope[..4], &envelope[4..]] {
+        let h = FrameHeader::new(Format::Uncompressed, piece.len() as u32, 0, false, false);
+        write_raw(&h, piece, PayloadChecksum::Crc32.compute(piece), &mut wire);
+    }
+    let mut found = Vec::new();
+    judge.receive(C2S, &wire, &mut found);
+    assert_eq!(
+        rules(&found),
+        vec![
+            ("SEND-8", Level::Must, C2S, false),
+            ("SEND-7", Level::Should, C2S, false)
+        ]
+    );
+    assert_eq!(judge.stats(C2S).sequences, 1);
+}
