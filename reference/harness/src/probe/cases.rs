@@ -82,7 +82,9 @@ impl Verdict {
         offered
     }
 
+    /// Keeps a finished connection's wire log, and the judge's findings in the server's bytes.
     fn keep(&mut self, p: Probe) {
+        self.checks.extend(p.judged(self.logs.len()));
         self.logs.push(p.log);
     }
 }

@@ -1,7 +1,10 @@
 //! The probe's client: a client-role [`Connection`] on a socket for the handshake and the
 //! ordinary traffic, plus raw writes for faults and a raw reader for what the server does
-//! after one.
+//! after one. Every byte both ways also goes to a [`Judge`]: what it finds in the server's
+//! bytes becomes checks of the case ([`Probe::judged`]).
 
+use crate::rules::{Direction, Judge, Tally};
+use crate::verdict::{Check, Status};
 use cqlframe::body;
 use cqlframe::connection::{Connection, ConnectionEvent, Role};
 use cqlframe::decoder::{Decoder, Event};
@@ -33,6 +36,8 @@ pub struct Probe {
     timeout: Duration,
     /// Bytes read by [`Probe::raw_envelope`] beyond the envelope it returned.
     raw: Vec<u8>,
+    judge: Judge,
+    findings: Tally,
 }
 
 /// How a wait ended without the envelope wanted.
@@ -91,6 +96,8 @@ impl Probe {
             start: Instant::now(),
             timeout,
             raw: Vec::new(),
+            judge: Judge::new(256 << 20),
+            findings: Tally::default(),
         })
     }
 
@@ -114,7 +121,10 @@ impl Probe {
             }
             match self.stream.read(&mut buf) {
                 Ok(0) => return Err(Wait::Closed),
-                Ok(n) => self.raw.extend_from_slice(&buf[..n]),
+                Ok(n) => {
+                    self.judge_bytes(Direction::ServerToClient, &buf[..n]);
+                    self.raw.extend_from_slice(&buf[..n]);
+                }
                 Err(e) if matches!(e.kind(), IoKind::WouldBlock | IoKind::TimedOut) => {}
                 Err(_) => return Err(Wait::Closed),
             }
@@ -159,8 +169,50 @@ impl Probe {
         self.write(&out, 0)
     }
 
+    /// Shows the judge what went over the wire, in order.
+    fn judge_bytes(&mut self, d: Direction, bytes: &[u8]) {
+        let mut found = Vec::new();
+        self.judge.receive(d, bytes, &mut found);
+        for f in &found {
+            self.findings.add(f);
+        }
+    }
+
+    /// What the judge found in the server's bytes on this connection, as checks of the case,
+    /// one per rule with its count. Only on a connection where the probe itself broke no rule:
+    /// after a fault the probe sent on purpose, what the server writes is the case's to judge.
+    pub fn judged(&self, connection: usize) -> Vec<Check> {
+        let rules = self.findings.rules();
+        if rules
+            .iter()
+            .any(|r| r.first.direction == Direction::ClientToServer)
+        {
+            return Vec::new();
+        }
+        rules
+            .iter()
+            .map(|r| {
+                let f = &r.first;
+                let times = match r.count {
+                    1 => String::new(),
+                    n => format!("{n} times, first "),
+                };
+                Check::new(
+                    f.broken_by_sender(),
+                    f.level,
+                    Status::Fail,
+                    format!(
+                        "connection {connection}: the server's bytes {times}at byte {}: {}",
+                        f.offset, f.message
+                    ),
+                )
+            })
+            .collect()
+    }
+
     /// Writes bytes as they are, in chunks of `chop` bytes (0: at once).
     pub fn write(&mut self, bytes: &[u8], chop: usize) -> Result<(), String> {
+        self.judge_bytes(Direction::ClientToServer, bytes);
         let r = if chop == 0 {
             self.stream.write_all(bytes)
         } else {
@@ -223,6 +275,7 @@ impl Probe {
                 }
                 Err(e) => return Err(Wait::Io(e.to_string())),
             };
+            self.judge_bytes(Direction::ServerToClient, &buf[..n]);
             let inbox = &mut self.inbox;
             let mut lines = Vec::new();
             let r = self.conn.receive(&buf[..n], &mut |event| {
@@ -292,7 +345,10 @@ impl Probe {
                     closed = true;
                     break;
                 }
-                Ok(n) => bytes.extend_from_slice(&buf[..n]),
+                Ok(n) => {
+                    self.judge_bytes(Direction::ServerToClient, &buf[..n]);
+                    bytes.extend_from_slice(&buf[..n]);
+                }
                 Err(e) if matches!(e.kind(), IoKind::WouldBlock | IoKind::TimedOut) => {}
                 Err(_) => {
                     closed = true;
