@@ -192,6 +192,20 @@ class SummaryAndCoverageTests(unittest.TestCase):
         self.assertEqual(code, 1)
         self.assertIn("out of date", out)
 
+    def test_probe_catalogue_counts_and_sections_are_checked(self):
+        self.repo.run("--write-summary")
+        self.repo.write("reference/tests/a.rs", "// RECV-1 only\n")
+        self.repo.write("conformance/probe.toml",
+                        '[[case]]\nid = "probe.x"\nsection = "recv"\nrules = ["RECV-2"]\n')
+        code, out = self.repo.run()
+        self.assertEqual(code, 0, out)
+        self.assertIn("probe:1", out)
+        self.repo.write("conformance/cases.toml",
+                        '[[case]]\nid = "x"\nsection = "nowhere"\nrules = ["RECV-1"]\n')
+        code, out = self.repo.run()
+        self.assertEqual(code, 1, out)
+        self.assertIn("section 'nowhere' is not a section anchor", out)
+
     def test_untested_must_fails_and_should_is_info(self):
         self.repo.run("--write-summary")
         self.repo.write("reference/tests/a.rs", "// RECV-1 only\n")

@@ -19,7 +19,8 @@ Sources of citations (paths relative to the repository root; missing ones are sk
   reference-tests  every file under any directory named "tests" inside reference/
   kaitai-tests     kaitai/tests/
   wireshark-tests  wireshark/tests/
-  conformance      conformance/
+  conformance      conformance/ (the driver cases, conformance/cases.toml, and the adapters)
+  probe            conformance/probe.toml: the probe's server cases
   code             every directory named "src" inside reference/ (not counted as tests)
 
 Exit status: 0 when every check passes, 1 otherwise, 2 on usage errors.
@@ -37,6 +38,7 @@ import json
 import os
 import re
 import sys
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,7 +74,7 @@ ATTRIBUTE_RE = re.compile(r"^:[A-Za-z0-9_][A-Za-z0-9_-]*!?:")
 # Delimited blocks whose content is not prose (literal, listing, passthrough, comment).
 VERBATIM_DELIMITERS = ("....", "----", "++++", "////")
 
-SOURCES = ("vectors", "reference-tests", "kaitai-tests", "wireshark-tests", "conformance", "code")
+SOURCES = ("vectors", "reference-tests", "kaitai-tests", "wireshark-tests", "conformance", "probe", "code")
 TEST_SOURCES = tuple(s for s in SOURCES if s != "code")
 SKIP_DIRS = frozenset({".git", "target", "node_modules", "__pycache__", ".venv", "venv", "build", "dist", ".cache"})
 MAX_SCAN_BYTES = 16 * 1024 * 1024
@@ -92,6 +94,8 @@ class Rule:
 class Spec:
     rules: list[Rule] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # Anchors of the top-level ("== ") sections, which case catalogues group by.
+    sections: set[str] = field(default_factory=set)
 
     def by_id(self) -> dict[str, Rule]:
         return {r.id: r for r in self.rules}
@@ -166,6 +170,8 @@ def parse_spec(path: Path) -> Spec:
         if m:
             section_title = m.group(2)
             section_id = pending_id or ""
+            if m.group(1) == "==" and section_id:
+                spec.sections.add(section_id)
             pending_id = None
             for km in KEYWORD_RE.finditer(_strip_code(section_title)):
                 err(lineno, f"BCP 14 keyword {km.group(1)!r} outside a rule paragraph (in a heading)")
@@ -346,10 +352,14 @@ def collect_citations(root: Path) -> tuple[list[Citation], list[str]]:
         else:
             _walk_manifest(data, "", cites, problems)
 
+    probe = root / "conformance" / "probe.toml"
+
     def scan_tree(base: Path, source: str) -> None:
         if not base.is_dir():
             return
         for f in _iter_files(base):
+            if f == probe:
+                continue
             text = _read_text(f)
             if text is not None:
                 _scan_text(text, source, f.relative_to(root).as_posix(), cites)
@@ -359,6 +369,9 @@ def collect_citations(root: Path) -> tuple[list[Citation], list[str]]:
     scan_tree(root / "kaitai" / "tests", "kaitai-tests")
     scan_tree(root / "wireshark" / "tests", "wireshark-tests")
     scan_tree(root / "conformance", "conformance")
+    text = _read_text(probe) if probe.is_file() else None
+    if text is not None:
+        _scan_text(text, "probe", probe.relative_to(root).as_posix(), cites)
     for d in _dirs_named(root / "reference", "src"):
         scan_tree(d, "code")
     return cites, problems
@@ -388,6 +401,29 @@ def _walk_manifest(node, path: str, cites: list[Citation], problems: list[str]) 
 
 # ---------------------------------------------------------------------------------------
 # Report
+
+
+CATALOGUES = ("conformance/cases.toml", "conformance/probe.toml")
+
+
+def catalogue_problems(root: Path, spec: Spec) -> list[str]:
+    """Every case of the case catalogues is listed under a section of the spec: its `section`
+    must be the anchor of a top-level section."""
+    problems = []
+    for rel in CATALOGUES:
+        path = root / rel
+        if not path.is_file():
+            continue
+        try:
+            cases = tomllib.loads(path.read_text(encoding="utf-8")).get("case", [])
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            problems.append(f"{rel}: cannot parse: {exc}")
+            continue
+        for case in cases:
+            section = case.get("section")
+            if section not in spec.sections:
+                problems.append(f"{rel}: case {case.get('id')}: section {section!r} is not a section anchor of the spec")
+    return problems
 
 
 def build_report(spec: Spec, cites: list[Citation], problems: list[str]) -> dict:
@@ -506,6 +542,7 @@ def main(argv: list[str] | None = None) -> int:
         failed = True
 
     cites, problems = collect_citations(root)
+    problems += catalogue_problems(root, spec)
     report = build_report(spec, cites, problems)
     coverage_failed = bool(report["untested_must"] or report["unknown_citations"] or report["citation_problems"])
     if not args.report_only:

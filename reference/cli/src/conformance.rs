@@ -96,15 +96,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
         Some(Sub::Server(s)) => run_server(s),
         Some(Sub::List(l)) => {
             let catalogue = load(l.catalogue).map_err(Failure::Io)?;
-            for c in catalogue.cases.iter().filter(|c| !l.quick || c.quick) {
-                println!(
-                    "{:34} {:6} {:22} {}",
-                    c.id,
-                    c.level.name(),
-                    c.rules.join(","),
-                    c.title
-                );
-            }
+            print!(
+                "{}",
+                cases::listing(catalogue.cases.iter().filter(|c| !l.quick || c.quick))
+            );
             Ok(())
         }
     }

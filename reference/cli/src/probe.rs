@@ -3,6 +3,7 @@
 
 use crate::Failure;
 use clap::Args as ClapArgs;
+use cqlframe_harness::conformance::cases::listing;
 use cqlframe_harness::conformance::report;
 use cqlframe_harness::conformance::runner::Driver;
 use cqlframe_harness::probe::{cases, probe, Deviations};
@@ -44,9 +45,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<(), Failure> {
     if args.list {
-        for s in cases::catalogue() {
-            println!("{:32} {:28} {}", s.id, s.rules.join(","), s.title);
-        }
+        print!("{}", listing(&cases::catalogue()));
         return Ok(());
     }
     let target = args.target.clone().expect("clap requires a target");

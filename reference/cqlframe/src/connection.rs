@@ -55,6 +55,9 @@ pub struct Negotiated {
 pub const FIRST_FRAMED_VERSION: u8 = 5;
 /// Protocol version carried only with USE_BETA (ENV-5).
 pub const BETA_VERSION: u8 = 6;
+/// Protocol versions a client may try that this reference does not speak: the retired v1 and
+/// v2, and DSE_V1 / DSE_V2 (`0x41`, `0x42`), which drivers try first when negotiating.
+pub const UNSPOKEN_VERSIONS: [u8; 4] = [1, 2, 0x41, 0x42];
 
 fn option<'a>(options: &'a [(String, String)], key: &str) -> Option<&'a str> {
     options
@@ -127,6 +130,14 @@ pub enum ConnectionEvent<'a> {
     Rejected {
         envelope: Envelope<'a>,
         error: FramingError,
+    },
+    /// Server: a request of a protocol version this end does not speak
+    /// ([`UNSPOKEN_VERSIONS`]), received before the switch. It is not processed; the server
+    /// answers it with an unframed ERROR naming its versions and may close (the spec's
+    /// lifecycle-error section). The client broke no rule: this is how versions are probed.
+    Refused {
+        offset: u64,
+        envelope: Envelope<'a>,
     },
     /// Received bytes from `offset` on are framed with these settings.
     Switched {
@@ -251,6 +262,10 @@ impl Connection {
             let offset = self.received;
             self.received += total as u64;
             let envelope = envelope_from(&bytes);
+            if UNSPOKEN_VERSIONS.contains(&envelope.header.protocol_version()) {
+                on_event(ConnectionEvent::Refused { offset, envelope })?;
+                continue;
+            }
             if let Some(kind) = self.unframed_fault(&envelope.header) {
                 let error = FramingError::new(kind, offset);
                 on_event(ConnectionEvent::Rejected { envelope, error })?;
@@ -389,7 +404,10 @@ impl Connection {
         }
         let header = envelope_from_header(&self.unframed);
         let fail = |kind| FramingError::new(kind, self.received);
-        if !(3..=BETA_VERSION).contains(&header.protocol_version()) {
+        let probe = self.role == Role::Server
+            && !header.is_response()
+            && UNSPOKEN_VERSIONS.contains(&header.protocol_version());
+        if !(3..=BETA_VERSION).contains(&header.protocol_version()) && !probe {
             let sender = match self.role {
                 Role::Client => Role::Server,
                 Role::Server => Role::Client,

@@ -18,6 +18,8 @@ struct Seen {
     switched: Option<(u64, Negotiated)>,
     /// Rules of envelopes refused on their own.
     rejected: Vec<&'static str>,
+    /// Versions of requests refused as version probes.
+    refused: Vec<u8>,
 }
 
 fn receive(conn: &mut Connection, bytes: &[u8], seen: &mut Seen) -> Result<(), FramingError> {
@@ -35,6 +37,9 @@ fn receive(conn: &mut Connection, bytes: &[u8], seen: &mut Seen) -> Result<(), F
                 seen.switched = Some((offset, negotiated))
             }
             ConnectionEvent::Rejected { error, .. } => seen.rejected.push(error.rule()),
+            ConnectionEvent::Refused { envelope, .. } => {
+                seen.refused.push(envelope.header.protocol_version())
+            }
             ConnectionEvent::Frame(_) => {}
         }
         Ok(())
@@ -488,4 +493,42 @@ fn nothing_after_an_error_and_finish_is_safe() {
     assert_eq!(refused(&mut srv, &[0u8; 10]), "LIFE-3");
     assert_eq!(refused(&mut srv, &startup(5, 0, &[])), "RECV-11");
     assert_eq!(srv.finish(), Ok(()));
+}
+
+// A request of a version the server does not speak (DSE_V2, as drivers try first) is a version
+// probe: refused without a framing error, so the server can answer it and the client retry
+// (LIFE-9); a byte that is no version at all before the switch is still LIFE-3.
+#[test]
+fn version_probes_are_refused_not_errors() {
+    let mut srv = server();
+    let mut seen = Seen::default();
+    receive(
+        &mut srv,
+        &envelope_bytes(0x42, 0, 0, Opcode::Options, &[]),
+        &mut seen,
+    )
+    .unwrap();
+    receive(
+        &mut srv,
+        &envelope_bytes(0x01, 0, 0, Opcode::Options, &[]),
+        &mut seen,
+    )
+    .unwrap();
+    assert_eq!(seen.refused, vec![0x42, 0x01]);
+    assert!(seen.envelopes.is_empty());
+    assert_eq!(
+        refused(
+            &mut server(),
+            &envelope_bytes(0x1a, 0, 0, Opcode::Options, &[])
+        ),
+        "LIFE-3"
+    );
+    // A client does not take a response of such a version for a version probe.
+    assert_eq!(
+        refused(
+            &mut client(),
+            &envelope_bytes(0xc2, 0, 0, Opcode::Error, &[])
+        ),
+        "LIFE-4"
+    );
 }

@@ -60,6 +60,11 @@ impl Driver {
         } = self;
         let result = conn.receive(bytes, &mut |event| {
             match event {
+                ConnectionEvent::Refused { offset, envelope } => {
+                    assert!(negotiated.is_none(), "version probe after the switch");
+                    assert_eq!(offset, *next_offset, "refused envelope offset");
+                    *next_offset += envelope.to_bytes().len() as u64;
+                }
                 ConnectionEvent::Unframed { offset, envelope } => {
                     assert!(negotiated.is_none(), "unframed envelope after the switch");
                     assert_eq!(offset, *next_offset, "unframed envelope offset");

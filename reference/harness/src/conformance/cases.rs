@@ -19,6 +19,8 @@ pub struct Catalogue {
 #[serde(deny_unknown_fields)]
 pub struct Case {
     pub id: String,
+    /// The spec section the case is listed under: catalogues and reports group by it.
+    pub section: Section,
     pub title: String,
     pub description: String,
     /// Spec rule IDs the case tests.
@@ -44,6 +46,39 @@ pub struct Case {
     pub client: ClientParams,
     #[serde(default)]
     pub server: ServerScript,
+}
+
+/// The normative sections of spec/framing_v6.adoc, in the spec's order; the names are the
+/// sections' anchors (spec/traceability.py checks that they exist).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Section {
+    Lifecycle,
+    Negotiation,
+    Formats,
+    Checksums,
+    Lz4,
+    Envelopes,
+    Sending,
+    Receiving,
+    Errors,
+}
+
+impl Section {
+    /// The section's title in the spec.
+    pub fn title(self) -> &'static str {
+        match self {
+            Section::Lifecycle => "Connection lifecycle",
+            Section::Negotiation => "Negotiation",
+            Section::Formats => "Frame formats",
+            Section::Checksums => "Checksums",
+            Section::Lz4 => "LZ4 payloads",
+            Section::Envelopes => "Envelopes",
+            Section::Sending => "Sending",
+            Section::Receiving => "Receiving",
+            Section::Errors => "Error handling",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -284,20 +319,42 @@ impl Case {
 
 pub fn load(path: &Path) -> Result<Catalogue, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let catalogue: Catalogue =
-        toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The cases as `list` prints them: under the title of their spec section, one line each.
+pub fn listing<'a>(cases: impl IntoIterator<Item = &'a Case>) -> String {
+    let mut out = String::new();
+    let mut section = None;
+    for c in cases {
+        if section != Some(c.section) {
+            section = Some(c.section);
+            out += &format!("{}\n", c.section.title());
+        }
+        out += &format!(
+            "  {:34} {:6} {:24} {}\n",
+            c.id,
+            c.level.name(),
+            c.rules.join(","),
+            c.title
+        );
+    }
+    out
+}
+
+/// A catalogue from its TOML text, its cases grouped by spec section (in the file's order within
+/// a section).
+pub fn parse(text: &str) -> Result<Catalogue, String> {
+    let mut catalogue: Catalogue = toml::from_str(text).map_err(|e| e.to_string())?;
     let mut seen = std::collections::HashSet::new();
     for case in &catalogue.cases {
         if !seen.insert(case.id.clone()) {
-            return Err(format!("{}: duplicate case id {}", path.display(), case.id));
+            return Err(format!("duplicate case id {}", case.id));
         }
         if case.rules.is_empty() {
-            return Err(format!(
-                "{}: case {} cites no rule",
-                path.display(),
-                case.id
-            ));
+            return Err(format!("case {} cites no rule", case.id));
         }
     }
+    catalogue.cases.sort_by_key(|c| c.section);
     Ok(catalogue)
 }

@@ -383,6 +383,9 @@ impl Conn {
         let mut rejected = Vec::new();
         let result = self.conn.receive(data, &mut |event| {
             match event {
+                // Refused before the Connection sees it (`refuse_version`), with the script's
+                // versions.
+                ConnectionEvent::Refused { .. } => {}
                 ConnectionEvent::Unframed { envelope, .. } => requests.push((
                     true,
                     Request {

@@ -2,6 +2,7 @@
 //! the server must do in return.
 
 use super::client::{decode_as, query_body, Aftermath, Probe};
+use crate::conformance::cases::{self, Case};
 use crate::verdict::{Check, Level, Status};
 use cqlframe::body;
 use cqlframe::checksum::{crc24, PayloadChecksum};
@@ -87,15 +88,6 @@ impl Verdict {
         self.checks.extend(p.judged(self.logs.len()));
         self.logs.push(p.log);
     }
-}
-
-pub struct Spec {
-    pub id: &'static str,
-    pub title: &'static str,
-    pub rules: &'static [&'static str],
-    pub level: Level,
-    pub description: &'static str,
-    pub run: fn(&mut Ctx, &mut Verdict),
 }
 
 const CQL: (&str, &str) = ("CQL_VERSION", "3.0.0");
@@ -1038,36 +1030,50 @@ fn fault_unframed(ctx: &mut Ctx, v: &mut Verdict) {
     )
 }
 
-pub fn catalogue() -> Vec<Spec> {
-    use Level::Must;
-    vec![
-        Spec { id: "probe.options", title: "OPTIONS before STARTUP, answered unframed", rules: &["LIFE-1", "LIFE-3", "NEG-3"], level: Must, description: "An unframed v5 OPTIONS; the SUPPORTED answer is unframed and lists what later cases use (COMPRESSION, PROTOCOL_VERSIONS, FRAME_CHECKSUMS).", run: options },
-        Spec { id: "probe.startup", title: "STARTUP without compression, then framing", rules: &["LIFE-4", "LIFE-5", "NEG-1"], level: Must, description: "STARTUP with CQL_VERSION only: READY unframed, then OPTIONS and a QUERY in uncompressed CRC32 frames.", run: startup },
-        Spec { id: "probe.startup-lz4", title: "STARTUP with COMPRESSION=lz4", rules: &["NEG-1", "LZ4-1", "LZ4-4"], level: Must, description: "LZ4 frames both ways after READY: OPTIONS and a QUERY packed in one LZ4 frame.", run: startup_lz4 },
-        Spec { id: "probe.v6-beta", title: "v6-beta with USE_BETA", rules: &["ENV-5", "LIFE-2"], level: Must, description: "OPTIONS and STARTUP as v6 with USE_BETA, then a framed QUERY: the answers carry version 0x86 and USE_BETA.", run: v6_beta },
-        Spec { id: "probe.v6-beta-without-flag", title: "v6 STARTUP without USE_BETA", rules: &["ENV-5", "LIFE-11"], level: Must, description: "An unframed v6 STARTUP without USE_BETA: an unframed ERROR (PROTOCOL_ERROR) and no switch: an unframed OPTIONS afterwards gets an unframed answer, or the server closes.", run: v6_without_flag },
-        Spec { id: "probe.frame-checksums", title: "FRAME_CHECKSUM=crc32c when advertised", rules: &["NEG-5", "FMT-13", "CRC-3"], level: Must, description: "If SUPPORTED lists crc32c under FRAME_CHECKSUMS: STARTUP FRAME_CHECKSUM=crc32c, then CRC32C frames with the checksum bit both ways. INFORMATIONAL when the server does not offer it.", run: frame_checksums },
-        Spec { id: "probe.frame-checksum-crc32", title: "FRAME_CHECKSUM=crc32, the explicit default", rules: &["NEG-5"], level: Must, description: "STARTUP FRAME_CHECKSUM=crc32, advertised or not: CRC32 frames as without the key (an old server ignores the key, with the same outcome).", run: crc32_explicit },
-        Spec { id: "probe.crc32c-asked-anyway", title: "FRAME_CHECKSUM=crc32c not advertised", rules: &["NEG-6", "RECV-2", "ERR-1"], level: Must, description: "A client breaking NEG-4: a server that implements FRAME_CHECKSUM refuses with ERROR; one that ignores the key frames CRC32, so the client's CRC32C frame fails its payload check: framed ERROR, then close.", run: crc32c_anyway },
-        Spec { id: "probe.compression-snappy", title: "COMPRESSION=snappy on v5", rules: &["NEG-2"], level: Must, description: "snappy is not a v5 frame format: ERROR (PROTOCOL_ERROR).", run: snappy },
-        Spec { id: "probe.startup-error-framing", title: "Framing after an ERROR to STARTUP", rules: &["LIFE-8"], level: Must, description: "STARTUP with COMPRESSION=lz4 and no CQL_VERSION is refused; the client frames OPTIONS uncompressed with CRC32 as LIFE-8 says and expects a SUPPORTED framed the same way.", run: startup_error },
-        Spec { id: "probe.pack", title: "64 envelopes in one frame", rules: &["RECV-4", "SEND-9"], level: Must, description: "OPTIONS and QUERY envelopes, 64 in one self-contained frame: 64 answers.", run: pack },
-        Spec { id: "probe.empty-frame", title: "An empty self-contained frame", rules: &["RECV-4", "SEND-2"], level: Must, description: "A self-contained frame with no content, then OPTIONS: SUPPORTED.", run: empty_frame },
-        Spec { id: "probe.reserved-bits", title: "Reserved header bits are ignored", rules: &["FMT-12"], level: Must, description: "OPTIONS in a frame with reserved bit 23 set (CRC24 over it correct): SUPPORTED.", run: reserved_bits },
-        Spec { id: "probe.large-131071", title: "Large request split at 131071 (drivers)", rules: &["RECV-6", "RECV-4", "SEND-3"], level: Must, description: "A 400 KB QUERY as non-self-contained frames of 131071 bytes, then a self-contained OPTIONS: RESULT and SUPPORTED.", run: large_131071 },
-        Spec { id: "probe.large-131060", title: "Large request split at 131060 (Cassandra)", rules: &["RECV-6", "RECV-4", "SEND-3"], level: Must, description: "The same QUERY cut at 131060 bytes.", run: large_131060 },
-        Spec { id: "probe.large-lz4", title: "Large request in LZ4 frames", rules: &["RECV-6", "LZ4-1"], level: Must, description: "The 400 KB QUERY as LZ4 frames, each compressed on its own.", run: large_lz4 },
-        Spec { id: "probe.chopped", title: "Chopped delivery", rules: &["RECV-4"], level: Must, description: "A two-envelope frame written one byte at a time, then the 400 KB sequence in 1000-byte writes (TCP_NODELAY): the server keeps partial frames across reads.", run: chopped },
-        Spec { id: "probe.fault-header-crc", title: "Bad header CRC24", rules: &["RECV-1", "ERR-1", "ERR-4"], level: Must, description: "An OPTIONS frame with one CRC24 bit flipped: one framed ERROR (PROTOCOL_ERROR, stream 0), then close.", run: fault_header_crc },
-        Spec { id: "probe.fault-payload-crc", title: "Bad payload checksum", rules: &["RECV-2", "ERR-1", "ERR-4"], level: Must, description: "An OPTIONS frame with one payload bit flipped: framed ERROR, close.", run: fault_payload_crc },
-        Spec { id: "probe.fault-checksum-bit", title: "Checksum bit disagrees with the negotiation", rules: &["RECV-3", "ERR-1"], level: Must, description: "The checksum bit set on a CRC32 connection (trailer CRC32, CRC24 right): framed ERROR, close. INFORMATIONAL for a server without FRAME_CHECKSUMS, to which the bit is padding.", run: fault_checksum_bit },
-        Spec { id: "probe.fault-lz4-malformed", title: "Malformed LZ4 block", rules: &["LZ4-4", "ERR-1"], level: Must, description: "An LZ4 block whose match refers before the output start, checksums right: framed ERROR, close.", run: fault_lz4_malformed },
-        Spec { id: "probe.fault-lz4-length", title: "LZ4 block shorter than declared", rules: &["LZ4-4", "ERR-1"], level: Must, description: "A valid block of 9 bytes declared as 16: framed ERROR, close.", run: fault_lz4_length },
-        Spec { id: "probe.fault-interleave", title: "Self-contained frame inside a sequence", rules: &["RECV-8", "ERR-1"], level: Must, description: "A self-contained OPTIONS frame between the frames of a QUERY sequence: framed ERROR, close.", run: fault_interleave },
-        Spec { id: "probe.fault-overshoot", title: "Sequence longer than its envelope", rules: &["RECV-7", "ERR-1"], level: Must, description: "The last frame of a sequence carries 100 bytes past the envelope: framed ERROR, close.", run: fault_overshoot },
-        Spec { id: "probe.fault-empty-continuation", title: "Empty non-self-contained frame", rules: &["RECV-10", "ERR-1"], level: Must, description: "An empty frame inside a sequence: framed ERROR, close.", run: fault_empty_continuation },
-        Spec { id: "probe.fault-partial-envelope", title: "Self-contained frame ending inside an envelope", rules: &["RECV-5", "ERR-1"], level: Must, description: "A whole OPTIONS and 5 bytes of another header in one self-contained frame: framed ERROR, close, and the OPTIONS not answered.", run: fault_partial_envelope },
-        Spec { id: "probe.fault-negative-length", title: "Negative envelope body length", rules: &["ENV-3", "ERR-1"], level: Must, description: "An envelope header with body length -1: framed ERROR, close.", run: fault_negative_length },
-        Spec { id: "probe.fault-unframed", title: "Unframed envelope after the switch", rules: &["LIFE-7", "RECV-1", "ERR-1"], level: Must, description: "An unframed OPTIONS after READY fails the header check: framed ERROR, close.", run: fault_unframed },
-    ]
+/// The probe's catalogue (conformance/probe.toml, built into the command), grouped by spec
+/// section.
+pub fn catalogue() -> Vec<Case> {
+    cases::parse(include_str!("../../../../conformance/probe.toml"))
+        .expect("conformance/probe.toml is a valid catalogue")
+        .cases
+}
+
+/// What a case does to the server and judges.
+pub type Run = fn(&mut Ctx, &mut Verdict);
+
+/// The code of each case of the catalogue, by id.
+pub const RUNS: &[(&str, Run)] = &[
+    ("probe.options", options),
+    ("probe.startup", startup),
+    ("probe.startup-lz4", startup_lz4),
+    ("probe.v6-beta", v6_beta),
+    ("probe.v6-beta-without-flag", v6_without_flag),
+    ("probe.frame-checksums", frame_checksums),
+    ("probe.frame-checksum-crc32", crc32_explicit),
+    ("probe.crc32c-asked-anyway", crc32c_anyway),
+    ("probe.compression-snappy", snappy),
+    ("probe.startup-error-framing", startup_error),
+    ("probe.pack", pack),
+    ("probe.empty-frame", empty_frame),
+    ("probe.reserved-bits", reserved_bits),
+    ("probe.large-131071", large_131071),
+    ("probe.large-131060", large_131060),
+    ("probe.large-lz4", large_lz4),
+    ("probe.chopped", chopped),
+    ("probe.fault-header-crc", fault_header_crc),
+    ("probe.fault-payload-crc", fault_payload_crc),
+    ("probe.fault-checksum-bit", fault_checksum_bit),
+    ("probe.fault-lz4-malformed", fault_lz4_malformed),
+    ("probe.fault-lz4-length", fault_lz4_length),
+    ("probe.fault-interleave", fault_interleave),
+    ("probe.fault-overshoot", fault_overshoot),
+    ("probe.fault-empty-continuation", fault_empty_continuation),
+    ("probe.fault-partial-envelope", fault_partial_envelope),
+    ("probe.fault-negative-length", fault_negative_length),
+    ("probe.fault-unframed", fault_unframed),
+];
+
+/// The code of case `id`.
+pub fn run_of(id: &str) -> Option<Run> {
+    RUNS.iter().find(|(i, _)| *i == id).map(|&(_, run)| run)
 }

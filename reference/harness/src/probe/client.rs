@@ -280,7 +280,8 @@ impl Probe {
             let mut lines = Vec::new();
             let r = self.conn.receive(&buf[..n], &mut |event| {
                 match event {
-                    ConnectionEvent::Unframed { envelope, .. } => {
+                    ConnectionEvent::Unframed { envelope, .. }
+                    | ConnectionEvent::Refused { envelope, .. } => {
                         lines.push(describe(&envelope.header, envelope.body, false));
                         inbox.push_back((envelope.header, envelope.body.to_vec(), false));
                     }

@@ -35,19 +35,6 @@ pub struct Deviation {
     pub note: String,
 }
 
-/// The conformance suite's case record for a probe case.
-fn as_case(spec: &cases::Spec) -> Case {
-    let doc = serde_json::json!({
-        "id": spec.id,
-        "title": spec.title,
-        "description": spec.description,
-        "rules": spec.rules,
-        "level": spec.level,
-        "expect": "ok",
-    });
-    Case::deserialize(doc).expect("a probe case is a valid conformance case")
-}
-
 /// Runs the cases against `target`; the results in catalogue order.
 pub fn probe(
     target: &str,
@@ -63,22 +50,21 @@ pub fn probe(
         supported: Vec::new(),
         release: None,
     };
-    let catalogue = cases::catalogue();
-    let chosen: Vec<&cases::Spec> = catalogue
-        .iter()
-        .filter(|s| {
-            s.id == "probe.options"
-                || s.id == "probe.startup"
+    let chosen: Vec<Case> = cases::catalogue()
+        .into_iter()
+        .filter(|c| {
+            c.id == "probe.options"
+                || c.id == "probe.startup"
                 || selected.is_empty()
-                || matches(s.id, selected)
+                || matches(&c.id, selected)
         })
         .collect();
-    let mut out_cases = Vec::new();
     let mut results = Vec::new();
-    for (i, spec) in chosen.iter().enumerate() {
+    for (i, case) in chosen.iter().enumerate() {
         let started = Instant::now();
         let mut v = cases::Verdict::default();
-        (spec.run)(&mut ctx, &mut v);
+        let run = cases::run_of(&case.id).expect("every case of the catalogue has its code");
+        run(&mut ctx, &mut v);
         let mut checks: Vec<Check> = v.checks.clone();
         for (status, message) in [
             (Status::Unsupported, &v.unsupported),
@@ -86,7 +72,7 @@ pub fn probe(
         ] {
             if let Some(message) = message {
                 checks.push(Check::new(
-                    spec.rules[0],
+                    &case.rules[0],
                     Level::Must,
                     status,
                     message.clone(),
@@ -122,12 +108,12 @@ pub fn probe(
             .collect();
         let result = CaseResult {
             driver: String::new(),
-            case: spec.id.to_string(),
+            case: case.id.clone(),
             outcome,
             summary,
             checks,
             adapter: AdapterRun {
-                command: vec![format!("cqlframe probe {target} --cases {}", spec.id)],
+                command: vec![format!("cqlframe probe {target} --cases {}", case.id)],
                 exit: None,
                 timed_out: false,
                 seconds: started.elapsed().as_secs_f64(),
@@ -141,10 +127,9 @@ pub fn probe(
             pcap: None,
         };
         progress(i + 1, chosen.len(), &result);
-        out_cases.push(as_case(spec));
         results.push(result);
     }
-    (out_cases, results, ctx.release)
+    (chosen, results, ctx.release)
 }
 
 #[cfg(test)]

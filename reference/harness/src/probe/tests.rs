@@ -52,3 +52,22 @@ fn a_server_without_frame_checksums() {
         .expect("case");
     assert_eq!(asked.1, Outcome::Pass, "{asked:?}");
 }
+
+/// The catalogue (data) and the cases' code name the same cases.
+#[test]
+fn every_catalogue_case_has_its_code_and_back() {
+    let catalogue: Vec<String> = super::cases::catalogue()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    for id in &catalogue {
+        assert!(super::cases::run_of(id).is_some(), "{id} has no code");
+    }
+    for (id, _) in super::cases::RUNS {
+        assert!(
+            catalogue.iter().any(|c| c == id),
+            "{id} is not in conformance/probe.toml"
+        );
+    }
+    assert_eq!(catalogue.len(), super::cases::RUNS.len());
+}

@@ -237,6 +237,8 @@ impl Judge {
         let mut frame_at = 0;
         let result = receiver.receive(bytes, &mut |event| {
             match event {
+                // A version probe: the server answers it with its refusal; no rule is broken.
+                ConnectionEvent::Refused { .. } => checks.stats.unframed_envelopes += 1,
                 ConnectionEvent::Unframed { offset, envelope } => {
                     checks.stats.unframed_envelopes += 1;
                     let h = envelope.header;

@@ -88,7 +88,8 @@ impl Side {
         for chunk in json::chunks(bytes, chunking) {
             let result = conn.receive(chunk, &mut |event| {
                 match event {
-                    ConnectionEvent::Unframed { envelope, .. } => {
+                    ConnectionEvent::Unframed { envelope, .. }
+                    | ConnectionEvent::Refused { envelope, .. } => {
                         self.envelope(false, EnvelopeRecord::of(&envelope))
                     }
                     ConnectionEvent::Envelope(envelope) => {
