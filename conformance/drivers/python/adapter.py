@@ -86,8 +86,15 @@ def main():
         kwargs["idle_heartbeat_interval"] = 1
         report["heartbeat_interval_s"] = 1
     if a.checksum == "crc32c":
-        # The driver has no FRAME_CHECKSUM option: it cannot opt in to CRC32C.
-        report["checksum_option"] = "not available in this driver"
+        # The driver has no FRAME_CHECKSUM option: frame_checksum.py adds one through
+        # Cluster(connection_class=...), loaded only here.
+        import importlib.metadata
+        import google_crc32c
+        from cassandra.cluster import DefaultConnection
+        from frame_checksum import with_frame_checksum
+        kwargs["connection_class"] = with_frame_checksum(DefaultConnection)
+        report["checksum_option"] = "frame_checksum.py (google-crc32c %s, %s)" % (
+            importlib.metadata.version("google-crc32c"), google_crc32c.implementation)
 
     results = []
     error = None
