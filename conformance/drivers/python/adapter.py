@@ -34,6 +34,16 @@ def rows_report(rows):
     return {"rows": n, "digest": h.hexdigest()}
 
 
+def checksums_in_use(cluster):
+    """How many of the session's open framed connections use each payload checksum."""
+    counts = {}
+    for holder in cluster.get_connection_holders():
+        for conn in holder.get_connections():
+            if conn.negotiated is not None:
+                counts[conn.negotiated.value] = counts.get(conn.negotiated.value, 0) + 1
+    return counts
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--host", default="127.0.0.1")
@@ -103,6 +113,8 @@ def main():
     try:
         session = cluster.connect()
         report["negotiated"] = {"protocol_version": cluster.protocol_version}
+        if a.checksum == "crc32c":
+            report["negotiated"]["frame_checksums"] = checksums_in_use(cluster)
         if a.action == "connect":
             list(session.execute("SELECT release_version FROM system.local"))
             results.append({"ok": True})

@@ -101,6 +101,7 @@ def with_frame_checksum(connection_class, wanted=PayloadChecksum.CRC32C):
 
     class FrameChecksumConnection(connection_class):
         frame_checksum = PayloadChecksum.CRC32
+        negotiated = None  # the payload checksum once the connection is framed
 
         def _handle_options_response(self, options_response):
             if isinstance(options_response, SupportedMessage):
@@ -119,6 +120,7 @@ def with_frame_checksum(connection_class, wanted=PayloadChecksum.CRC32C):
         def _enable_checksumming(self):
             super()._enable_checksumming()
             self._segment_codec = ChecksumSegmentCodec(self._segment_codec, self.frame_checksum)
+            self.negotiated = self.frame_checksum
 
     FrameChecksumConnection.__name__ = "FrameChecksum" + connection_class.__name__
     FrameChecksumConnection.__qualname__ = FrameChecksumConnection.__name__

@@ -22,6 +22,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
+import org.cqlframe.conformance.checksum.FrameChecksumContext;
 import org.cqlframe.conformance.checksum.FrameChecksumSessionBuilder;
 
 /**
@@ -142,7 +143,13 @@ public final class Adapter {
       final CqlSession s = builder.build();
       session = s;
       ProtocolVersion v = s.getContext().getProtocolVersion();
-      report.put("negotiated", Map.of("protocol_version", v.toString()));
+      Map<String, Object> negotiated = new LinkedHashMap<>();
+      negotiated.put("protocol_version", v.toString());
+      if (s.getContext() instanceof FrameChecksumContext) {
+        negotiated.put(
+            "frame_checksums", ((FrameChecksumContext) s.getContext()).framedChannels());
+      }
+      report.put("negotiated", negotiated);
       switch (action) {
         case "connect":
           s.execute("SELECT release_version FROM system.local").all();

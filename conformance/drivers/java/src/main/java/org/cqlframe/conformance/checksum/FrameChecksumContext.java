@@ -17,7 +17,9 @@ import java.net.SocketAddress;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.Stream;
 
 /**
@@ -37,6 +39,9 @@ public class FrameChecksumContext extends DefaultDriverContext {
   private final Map<SocketAddress, Boolean> offeredBy = new ConcurrentHashMap<>();
 
   private final Map<PayloadChecksum, SegmentCodec<ByteBuf>> codecs = new ConcurrentHashMap<>();
+
+  /** How many channels switched to framing with each payload checksum. */
+  private final Map<PayloadChecksum, LongAdder> switched = new ConcurrentHashMap<>();
 
   public FrameChecksumContext(
       DriverConfigLoader configLoader, ProgrammaticArguments arguments, PayloadChecksum wanted) {
@@ -92,7 +97,15 @@ public class FrameChecksumContext extends DefaultDriverContext {
     return offeredBy.getOrDefault(node, false) ? wanted : PayloadChecksum.CRC32;
   }
 
+  /** Per payload checksum (wire name), how many channels this session has framed with it. */
+  public Map<String, Long> framedChannels() {
+    Map<String, Long> counts = new TreeMap<>();
+    switched.forEach((checksum, n) -> counts.put(checksum.wireName, n.sum()));
+    return counts;
+  }
+
   void switchingTo(PayloadChecksum checksum, Runnable driverSwitch) {
+    switched.computeIfAbsent(checksum, c -> new LongAdder()).increment();
     SWITCHING.set(checksum);
     try {
       driverSwitch.run();
