@@ -13,9 +13,7 @@ import com.datastax.oss.driver.internal.core.context.NettyOptions;
 import com.datastax.oss.protocol.internal.SegmentCodec;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
-import java.net.SocketAddress;
 import java.util.Arrays;
-import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
@@ -35,8 +33,6 @@ public class FrameChecksumContext extends DefaultDriverContext {
   private static final ThreadLocal<PayloadChecksum> SWITCHING = new ThreadLocal<>();
 
   private final PayloadChecksum wanted;
-  /** Per node address: whether its SUPPORTED listed {@link #wanted} (NEG-4: that node's own). */
-  private final Map<SocketAddress, Boolean> offeredBy = new ConcurrentHashMap<>();
 
   private final Map<PayloadChecksum, SegmentCodec<ByteBuf>> codecs = new ConcurrentHashMap<>();
 
@@ -85,16 +81,9 @@ public class FrameChecksumContext extends DefaultDriverContext {
             v -> getProtocolVersionRegistry().supports(v, DefaultProtocolFeature.MODERN_FRAMING));
   }
 
-  void rememberOffer(SocketAddress node, List<String> frameChecksums) {
-    boolean listed =
-        frameChecksums != null
-            && frameChecksums.stream().anyMatch(wanted.wireName::equalsIgnoreCase);
-    offeredBy.put(node, listed);
-  }
-
-  /** The checksum to ask this node for: {@link #wanted} once it listed it, else CRC32. */
-  PayloadChecksum checksumFor(SocketAddress node) {
-    return offeredBy.getOrDefault(node, false) ? wanted : PayloadChecksum.CRC32;
+  /** The checksum to ask for where the node offers it. */
+  PayloadChecksum wanted() {
+    return wanted;
   }
 
   /** Per payload checksum (wire name), how many channels this session has framed with it. */
