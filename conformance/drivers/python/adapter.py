@@ -34,6 +34,16 @@ def rows_report(rows):
     return {"rows": n, "digest": h.hexdigest()}
 
 
+def checksums_in_use(cluster):
+    """How many of the session's open framed connections use each payload checksum."""
+    counts = {}
+    for holder in cluster.get_connection_holders():
+        for conn in holder.get_connections():
+            if conn.negotiated is not None:
+                counts[conn.negotiated.value] = counts.get(conn.negotiated.value, 0) + 1
+    return counts
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--host", default="127.0.0.1")
@@ -86,8 +96,15 @@ def main():
         kwargs["idle_heartbeat_interval"] = 1
         report["heartbeat_interval_s"] = 1
     if a.checksum == "crc32c":
-        # The driver has no FRAME_CHECKSUM option: it cannot opt in to CRC32C.
-        report["checksum_option"] = "not available in this driver"
+        # The driver has no FRAME_CHECKSUM option: frame_checksum.py adds one through
+        # Cluster(connection_class=...), loaded only here.
+        import importlib.metadata
+        import google_crc32c
+        from cassandra.cluster import DefaultConnection
+        from frame_checksum import with_frame_checksum
+        kwargs["connection_class"] = with_frame_checksum(DefaultConnection)
+        report["checksum_option"] = "frame_checksum.py (google-crc32c %s, %s)" % (
+            importlib.metadata.version("google-crc32c"), google_crc32c.implementation)
 
     results = []
     error = None
@@ -96,6 +113,8 @@ def main():
     try:
         session = cluster.connect()
         report["negotiated"] = {"protocol_version": cluster.protocol_version}
+        if a.checksum == "crc32c":
+            report["negotiated"]["frame_checksums"] = checksums_in_use(cluster)
         if a.action == "connect":
             list(session.execute("SELECT release_version FROM system.local"))
             results.append({"ok": True})

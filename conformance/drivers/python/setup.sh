@@ -4,4 +4,4 @@
 # and compiled modules are loaded).
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 exec "$here/../../../tools/python-venv.sh" --closed conformance-python "$here/requirements.txt" \
-    cassandra.cluster lz4.block
+    cassandra.cluster lz4.block google_crc32c

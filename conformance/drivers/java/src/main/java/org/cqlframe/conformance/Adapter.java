@@ -22,6 +22,8 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
+import org.cqlframe.conformance.checksum.FrameChecksumContext;
+import org.cqlframe.conformance.checksum.FrameChecksumSessionBuilder;
 
 /**
  * Conformance adapter for the Java driver (java-driver-core), per conformance/README.md: runs one
@@ -32,7 +34,8 @@ import java.util.concurrent.ExecutionException;
  * <p>Configuration: the contact point with the given port; the local datacenter is inferred from
  * the contact point's system.local (DcInferringLoadBalancingPolicy); no authentication unless
  * --auth; --compression lz4 sets advanced.protocol.compression = lz4 (lz4-java on the classpath);
- * --protocol 4/5/6 sets advanced.protocol.version (default: the driver negotiates).
+ * --protocol 4/5/6 sets advanced.protocol.version (default: the driver negotiates); --checksum
+ * crc32c builds the session with {@link FrameChecksumSessionBuilder} (CRC32C where offered).
  */
 public final class Adapter {
   static final String SELECT = "SELECT k, v FROM ks.t";
@@ -117,9 +120,11 @@ public final class Adapter {
               .withString(DefaultDriverOption.AUTH_PROVIDER_USER_NAME, "cassandra")
               .withString(DefaultDriverOption.AUTH_PROVIDER_PASSWORD, "cassandra");
     }
-    if (a.get("checksum").equals("crc32c")) {
-      // The driver has no FRAME_CHECKSUM option: it cannot opt in to CRC32C.
-      report.put("checksum_option", "not available in this driver");
+    boolean crc32c = a.get("checksum").equals("crc32c");
+    if (crc32c) {
+      // The driver has no FRAME_CHECKSUM option: the checksum package adds one through its
+      // session builder and context, used only here.
+      report.put("checksum_option", "FrameChecksumSessionBuilder (java.util.zip.CRC32C)");
     }
     if (action.equals("idle-select")) {
       // Heartbeats are OPTIONS requests on idle connections: one per second.
@@ -132,13 +137,19 @@ public final class Adapter {
     CqlSession session = null;
     try {
       CqlSessionBuilder builder =
-          CqlSession.builder()
+          (crc32c ? new FrameChecksumSessionBuilder() : CqlSession.builder())
               .addContactPoint(new InetSocketAddress(a.get("host"), Integer.parseInt(a.get("port"))))
               .withConfigLoader(cfg.build());
       final CqlSession s = builder.build();
       session = s;
       ProtocolVersion v = s.getContext().getProtocolVersion();
-      report.put("negotiated", Map.of("protocol_version", v.toString()));
+      Map<String, Object> negotiated = new LinkedHashMap<>();
+      negotiated.put("protocol_version", v.toString());
+      if (s.getContext() instanceof FrameChecksumContext) {
+        negotiated.put(
+            "frame_checksums", ((FrameChecksumContext) s.getContext()).framedChannels());
+      }
+      report.put("negotiated", negotiated);
       switch (action) {
         case "connect":
           s.execute("SELECT release_version FROM system.local").all();

@@ -1,0 +1,19 @@
+package org.cqlframe.conformance.checksum;
+
+import com.datastax.oss.driver.api.core.CqlSessionBuilder;
+import com.datastax.oss.driver.api.core.config.DriverConfigLoader;
+import com.datastax.oss.driver.api.core.context.DriverContext;
+import com.datastax.oss.driver.api.core.session.ProgrammaticArguments;
+
+/**
+ * A {@code CqlSession} builder whose sessions ask every node for CRC32C frame checksums where that
+ * node offers them (FRAME_CHECKSUMS in its SUPPORTED), and use CRC32 elsewhere. Use it in place of
+ * {@code CqlSession.builder()}; everything else is the driver's.
+ */
+public final class FrameChecksumSessionBuilder extends CqlSessionBuilder {
+  @Override
+  protected DriverContext buildContext(
+      DriverConfigLoader configLoader, ProgrammaticArguments programmaticArguments) {
+    return new FrameChecksumContext(configLoader, programmaticArguments, PayloadChecksum.CRC32C);
+  }
+}
