@@ -62,6 +62,9 @@ CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 vectors/crosscheck.py
 step "conformance: quick subset, bundled drivers against the reference server (a driver's FAIL is a finding; the reference client failing fails the build)"
 cargo run --release -q -p cqlframe-cli -- conformance --quick
 
+step "one judge: cqlframe check on every capture of that run reports what the conformance server's rules engine recorded for the driver's bytes"
+CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 conformance/test_one_judge.py build/conformance
+
 step "conformance: the CRC32C opt-in of the Python and Java adapters (conformance/drivers-crc32c): negotiation and CRC32C cases PASS, connections framed with the offered checksum"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" conformance/drivers-crc32c/test.sh
 

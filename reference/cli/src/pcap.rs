@@ -68,7 +68,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
     };
     let turns = match split {
         Some((server_switch, after)) => {
-            capture::session_turns(&client, &server, server_switch, after).map_err(Failure::Io)?
+            capture::session_turns(&client, &server, server_switch, after)
+                .map_err(|e| Failure::Io(e.to_string()))?
         }
         None => vec![
             Turn {
@@ -85,7 +86,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         .collect(),
     };
     let bytes = capture::pcap(&turns, &Options::default().resegment(usize::from(args.mss)))
-        .map_err(Failure::Io)?;
+        .map_err(|e| Failure::Io(e.to_string()))?;
     std::fs::write(&args.output, &bytes)
         .map_err(|e| Failure::Io(format!("{}: {e}", args.output.display())))?;
     Ok(())

@@ -3,9 +3,14 @@
 
 use thiserror::Error;
 
-#[derive(Debug, Error, PartialEq, Eq)]
-#[error("malformed CQL body: {0}")]
-pub struct BodyError(&'static str);
+/// Why a CQL body could not be read.
+#[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+pub enum BodyError {
+    #[error("malformed CQL body: it ends inside a value")]
+    Truncated,
+    #[error("malformed CQL body: a string is not UTF-8")]
+    NotUtf8,
+}
 
 /// Reads CQL primitives from a body, front to back.
 struct Reader<'a>(&'a [u8]);
@@ -13,7 +18,7 @@ struct Reader<'a>(&'a [u8]);
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], BodyError> {
         if self.0.len() < n {
-            return Err(BodyError("body ends inside a value"));
+            return Err(BodyError::Truncated);
         }
         let (head, rest) = self.0.split_at(n);
         self.0 = rest;
@@ -33,7 +38,7 @@ impl<'a> Reader<'a> {
     fn string(&mut self) -> Result<String, BodyError> {
         let n = self.short()? as usize;
         let bytes = self.take(n)?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| BodyError("string is not UTF-8"))
+        String::from_utf8(bytes.to_vec()).map_err(|_| BodyError::NotUtf8)
     }
 }
 

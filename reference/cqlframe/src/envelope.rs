@@ -82,20 +82,33 @@ pub fn envelope_bytes(version: u8, flags: u8, stream: i16, opcode: Opcode, body:
     Envelope { header, body }.to_bytes()
 }
 
+/// Why bytes are not a run of whole envelopes; `offset` is where the envelope at fault starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SplitError {
+    #[error("input ends inside the envelope header at byte {offset}")]
+    TruncatedHeader { offset: usize },
+    #[error("the envelope at byte {offset} has a negative body length")]
+    NegativeLength { offset: usize },
+    #[error("input ends inside the body of the envelope at byte {offset}")]
+    TruncatedBody { offset: usize },
+}
+
 /// Cuts concatenated whole envelopes apart by their length fields.
-pub fn split_envelopes(mut bytes: &[u8]) -> Result<Vec<&[u8]>, &'static str> {
+pub fn split_envelopes(mut bytes: &[u8]) -> Result<Vec<&[u8]>, SplitError> {
     let mut out = Vec::new();
+    let mut offset = 0;
     while !bytes.is_empty() {
         let header: [u8; ENVELOPE_HEADER_LEN] = bytes
             .get(..ENVELOPE_HEADER_LEN)
             .and_then(|h| h.try_into().ok())
-            .ok_or("input ends inside an envelope header")?;
+            .ok_or(SplitError::TruncatedHeader { offset })?;
         let length = usize::try_from(EnvelopeHeader::parse(&header).length)
-            .map_err(|_| "envelope with a negative length")?;
+            .map_err(|_| SplitError::NegativeLength { offset })?;
         let total = ENVELOPE_HEADER_LEN + length;
         if bytes.len() < total {
-            return Err("input ends inside an envelope body");
+            return Err(SplitError::TruncatedBody { offset });
         }
+        offset += total;
         out.push(&bytes[..total]);
         bytes = &bytes[total..];
     }

@@ -599,7 +599,8 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
 pub fn write_pcap(result: &mut CaseResult, report_dir: &Path) -> Result<(), String> {
     let rel = format!("pcap/{}/{}.pcap", result.driver, result.case);
     let path = report_dir.join(&rel);
-    let file = crate::pcap::session::session_pcap(&result.server.connections)?;
+    let file = crate::pcap::session::session_pcap(&result.server.connections)
+        .map_err(|e| e.to_string())?;
     for c in &mut result.server.connections {
         c.turns = Vec::new();
     }

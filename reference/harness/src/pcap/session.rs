@@ -5,7 +5,9 @@
 //! stamped `n` ms after the capture epoch): concurrent connections are not interleaved, so the
 //! file shows each connection's conversation in order, not the wall-clock overlap.
 
-use super::write::{self as capture, Options, Turn, DEFAULT_CLIENT_PORT, EPOCH_SECONDS};
+use super::write::{
+    self as capture, Options, Turn, WriteError, DEFAULT_CLIENT_PORT, EPOCH_SECONDS,
+};
 use crate::conformance::server::ConnRecord;
 
 /// Size of the pcap global header, and of a record header.
@@ -13,7 +15,7 @@ const GLOBAL_HEADER: usize = 24;
 const RECORD_HEADER: usize = 16;
 
 /// The capture of all `connections` (in order), one pcap file.
-pub fn session_pcap(connections: &[ConnRecord]) -> Result<Vec<u8>, String> {
+pub fn session_pcap(connections: &[ConnRecord]) -> Result<Vec<u8>, WriteError> {
     let mut out = Vec::new();
     let mut packet: u32 = 0;
     for (i, conn) in connections.iter().enumerate() {

@@ -138,19 +138,19 @@ pub fn session_turns<'a>(
     server: &'a [u8],
     server_switch: Option<usize>,
     server_responds_after: usize,
-) -> Result<Vec<Turn<'a>>, String> {
+) -> Result<Vec<Turn<'a>>, WriteError> {
     let switch = server_switch.unwrap_or(server.len());
     if server_responds_after > client.len() {
-        return Err(format!(
-            "server_responds_after {server_responds_after} is past the client stream ({} bytes)",
-            client.len()
-        ));
+        return Err(WriteError::ResponsePastClientStream {
+            at: server_responds_after,
+            len: client.len(),
+        });
     }
     if switch > server.len() {
-        return Err(format!(
-            "server switch offset {switch} is past the server stream ({} bytes)",
-            server.len()
-        ));
+        return Err(WriteError::SwitchPastServerStream {
+            at: switch,
+            len: server.len(),
+        });
     }
     let (client_hs, client_rest) = client.split_at(server_responds_after);
     let (server_hs, server_rest) = server.split_at(switch);
@@ -181,10 +181,21 @@ pub fn session_turns<'a>(
     Ok(turns)
 }
 
+/// Why a capture cannot be written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WriteError {
+    #[error("MSS {0} is not in 1..={MAX_MSS}")]
+    Mss(usize),
+    #[error("server_responds_after {at} is past the client stream ({len} bytes)")]
+    ResponsePastClientStream { at: usize, len: usize },
+    #[error("server switch offset {at} is past the server stream ({len} bytes)")]
+    SwitchPastServerStream { at: usize, len: usize },
+}
+
 /// The capture of one connection carrying `turns`, as the bytes of a pcap file.
-pub fn pcap(turns: &[Turn], options: &Options) -> Result<Vec<u8>, String> {
+pub fn pcap(turns: &[Turn], options: &Options) -> Result<Vec<u8>, WriteError> {
     if !(1..=MAX_MSS).contains(&options.mss) {
-        return Err(format!("MSS {} is not in 1..={MAX_MSS}", options.mss));
+        return Err(WriteError::Mss(options.mss));
     }
     let mut w = Writer::new(options);
     let mss_option = {
