@@ -59,8 +59,9 @@ mvn -B -q -Dmaven.repo.local="$root/.cache/m2" -f peers/java/pom.xml test
 step "vectors: cross-checked by the Python and Java drivers"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 vectors/crosscheck.py
 
-step "conformance: quick subset, bundled drivers against the reference server (a driver's FAIL is a finding; the reference client failing fails the build)"
+step "conformance: quick subset, bundled drivers against the reference server (a driver's FAIL is a finding; the reference client failing fails the build); then the Lua dissector names the same rules as cqlframe check on every per-case capture"
 cargo run --release -q -p cqlframe-cli -- conformance --quick
+CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 wireshark/tests/check_judge.py build/conformance/pcap
 
 step "live Apache Cassandra 5.0 (Maven Central): cqlframe probe (known deviations in cassandra/deviations.toml), a Python-driver workload captured and checked by cqlframe check and the Lua dissector"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" cassandra/run.sh
