@@ -59,8 +59,9 @@ mvn -B -q -Dmaven.repo.local="$root/.cache/m2" -f peers/java/pom.xml test
 step "vectors: cross-checked by the Python and Java drivers"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 vectors/crosscheck.py
 
-step "conformance: quick subset, bundled drivers against the reference server (a driver's FAIL is a finding; the reference client failing fails the build)"
+step "conformance: quick subset, bundled drivers against the reference server (a driver's FAIL is a finding; the reference client failing fails the build); then the Lua dissector names the same rules as cqlframe check on every per-case capture"
 cargo run --release -q -p cqlframe-cli -- conformance --quick
+CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 wireshark/tests/check_judge.py build/conformance/pcap
 
 step "one judge: cqlframe check on every capture of that run reports what the conformance server's rules engine recorded for the driver's bytes"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 conformance/test_one_judge.py build/conformance

@@ -97,7 +97,9 @@ for _, f in pairs(pf) do fields[#fields + 1] = f end
 proto.fields = fields
 
 ---------------------------------------------------------------------------------------------
--- Expert info: one entry per finding key of cqlframe/framing.lua, with the spec rule.
+-- Expert info: one entry per finding key of cqlframe/framing.lua. Severity says the rule's
+-- level: ERROR for a framing error, WARN for another MUST broken, NOTE for a SHOULD (a
+-- recommendation) or a remark that names no rule broken, CHAT for the handshake's course.
 ---------------------------------------------------------------------------------------------
 local G, S = expert.group, expert.severity
 local EXPERTS = {
@@ -105,6 +107,7 @@ local EXPERTS = {
     checksum_bad = { "Payload checksum mismatch", G.CHECKSUM, S.ERROR },
     checksum_bit = { "Checksum bit disagrees with the negotiated payload checksum", G.PROTOCOL, S.ERROR },
     reserved = { "Reserved header bits set", G.PROTOCOL, S.WARN },
+    lz4_no_gain = { "LZ4 payload not shorter than its content", G.PROTOCOL, S.NOTE },
     lz4_malformed = { "Malformed LZ4 block", G.MALFORMED, S.ERROR },
     lz4_length_mismatch = { "LZ4 block length differs from the header", G.MALFORMED, S.ERROR },
     partial_envelope = { "Self-contained frame ends inside an envelope", G.MALFORMED, S.ERROR },
@@ -113,18 +116,18 @@ local EXPERTS = {
     interrupted = { "Sequence interrupted by a self-contained frame", G.SEQUENCE, S.ERROR },
     overshoot = { "Sequence overshoots its envelope", G.SEQUENCE, S.ERROR },
     empty_continuation = { "Non-self-contained frame with no content", G.SEQUENCE, S.ERROR },
-    header_split = { "Envelope header split across frames", G.PROTOCOL, S.NOTE },
+    header_split = { "Envelope header split across frames", G.PROTOCOL, S.WARN },
+    sequence_fill = { "Sequence frames not filled", G.SEQUENCE, S.NOTE },
     not_envelope = { "Connection does not start with an envelope", G.PROTOCOL, S.ERROR },
     before_response = { "Client sent data before the STARTUP response", G.SEQUENCE, S.ERROR },
     unframed_after_switch = { "Unframed envelope after the switch to framing", G.PROTOCOL, S.ERROR },
-    bad_envelope = { "Not an envelope", G.MALFORMED, S.ERROR },
     neg_unlisted = { "FRAME_CHECKSUM not offered by the server", G.PROTOCOL, S.WARN },
     after_error = { "Decoded after a framing error", G.SEQUENCE, S.NOTE },
     unsynchronised = { "Not synchronised with the frame stream", G.UNDECODED, S.NOTE },
     switch = { "Switch to framing", G.SEQUENCE, S.CHAT },
     no_switch = { "No switch to framing", G.SEQUENCE, S.NOTE },
     detected = { "Frame format detected from a verified CRC24", G.SEQUENCE, S.CHAT },
-    compression_flag = { "Envelope COMPRESSION flag on a framed connection", G.PROTOCOL, S.WARN },
+    compression_flag = { "Envelope COMPRESSION flag on a framed connection", G.PROTOCOL, S.NOTE },
     use_beta = { "v6 envelope without USE_BETA", G.PROTOCOL, S.WARN },
     malformed_body = { "Malformed envelope body", G.MALFORMED, S.WARN },
     env_version = { "Envelope version byte unexpected", G.PROTOCOL, S.WARN },
@@ -193,7 +196,7 @@ end
 local function add_findings(item, rec)
     local rules = {}
     for _, f in ipairs(rec.findings) do
-        item:add_proto_expert_info(ef[f.key] or ef.bad_envelope, f.text .. " (" .. f.rule .. ")")
+        item:add_proto_expert_info(ef[f.key], framing.describe(f))
         rules[#rules + 1] = f.rule
     end
     return table.concat(rules, " ")
@@ -212,18 +215,10 @@ local function add_envelope(tree, etvb, eoff, env, framed, ctx)
     vt:add(pf.version_response, vr, env.response)
     local ft = t:add(pf.flags, fr)
     for _, f in ipairs(FLAG_FIELDS) do ft:add(f, fr) end
-    if framed and env.flags % 2 == 1 then
-        ft:add_proto_expert_info(ef.compression_flag, "COMPRESSION flag set on a framed connection (ENV-4)")
-    end
-    local want = ctx.protocol
-    if want and env.protocol ~= want then
-        vt:add_proto_expert_info(ef.env_version, string.format("v%d envelope on a v%d connection: not a framing error, the receiver rejects the envelope (ENV-2)", env.protocol, want))
-    end
-    if ctx.role and env.response ~= (ctx.role == "server") then
-        vt:add_proto_expert_info(ef.env_version, string.format("%s bit in an envelope sent by the %s (ENV-2)", env.response and "response" or "no response", ctx.role))
-    end
-    if env.protocol == 6 and env.flags % 32 < 16 then
-        ft:add_proto_expert_info(ef.use_beta, "v6-beta envelope without USE_BETA (ENV-5)")
+    -- the envelope's own findings (ENV-2, ENV-4, ENV-5), on the byte they are about
+    for _, f in ipairs(env.findings or {}) do
+        local item = f.at == "version" and vt or ft
+        item:add_proto_expert_info(ef[f.key], framing.describe(f))
     end
     t:add(pf.stream, etvb(eoff + 2, 2))
     t:add(pf.opcode, etvb(eoff + 4, 1))
@@ -408,7 +403,7 @@ local function dissect(tvb, pinfo, tree)
             local d = framing.direction(conv, src, role)
             local completeness = field_value(f_tcp_completeness)
             -- the capture holds this connection's SYN (tcp.completeness bit 0) and this is the
-            -- direction's first byte: its first bytes must be an envelope (LIFE-1, LIFE-3)
+            -- direction's first byte: its first bytes must be an envelope (LIFE-1; LIFE-3, LIFE-4)
             d.at_start = type(completeness) == "number" and completeness % 2 == 1 and field_value(f_tcp_seq) == 1
         end
         local list = calls[n]
@@ -431,8 +426,7 @@ local function dissect(tvb, pinfo, tree)
     local s = tvb:raw(0, len)
     local root = nil   -- added with the first decoded unit: a call that only asks TCP for
                        -- more bytes leaves no trace, as in the second pass
-    local ctx = { summaries = {}, role = dir.role,
-                  protocol = conv.negotiated and conv.negotiated.protocol or nil }
+    local ctx = { summaries = {} }
     local o = opts()
     local off = 0
     while off < len do

@@ -14,6 +14,10 @@
 -- returns its length, or needs more bytes; process(conv, dir, s, pos, len, ctx, opts) decodes
 -- that unit, advances the state and returns a record describing what it found (fields,
 -- checksum results, content, envelopes, expert findings with rule IDs).
+--
+-- Findings name the rules as the kit's rules engine (`cqlframe check`, reference/harness/src/
+-- rules/) does: `rule` as the receiver detects it (RECV-2), `sender` the sender's rule behind it
+-- where that differs (CRC-2). wireshark/tests/check_judge.py keeps the two equal.
 
 local crc = require("cqlframe.crc")
 local lz4 = require("cqlframe.lz4")
@@ -61,7 +65,15 @@ function M.envelope_header(s, pos)
     }
 end
 
---- True if the 9 bytes at pos look like an envelope header of protocol v3..v6.
+--- True if the byte at pos is a version byte of protocol v3..v6: all a receiver asks of an
+--- unframed envelope's first byte before it reads the length (LIFE-3, LIFE-4).
+function M.envelope_version_ok(s, pos)
+    local v = byte(s, pos) % 128
+    return v >= 3 and v <= 6
+end
+
+--- True if the 9 bytes at pos look like an envelope header of protocol v3..v6 (for a capture
+--- without the connection's start, where data must be told from envelopes).
 function M.plausible_envelope(s, pos)
     local version, flags, _, _, opcode = byte(s, pos, pos + 4)
     local v = version % 128
@@ -167,8 +179,12 @@ end
 -- "lz4", "uncompressed", "more" or "garbage".
 local function classify(conv, dir, s, pos, avail)
     if conv.negotiated then return "negotiated" end
-    local wants_envelope = dir.at_start or conv.startup ~= nil or conv.supported ~= nil
-    if wants_envelope then
+    if dir.at_start then
+        -- a receiver reads the first bytes as an envelope whatever they are (LIFE-3, LIFE-4)
+        if avail < 9 then return "more" end
+        if M.envelope_version_ok(s, pos) then return "envelope" end
+    end
+    if conv.startup ~= nil or conv.supported ~= nil then
         if avail < 9 then return "more" end
         if M.plausible_envelope(s, pos) then return "envelope" end
     end
@@ -216,34 +232,85 @@ function M.pdu(conv, dir, s, pos, avail, opts)
         if avail < h.total then return nil, "more", h.total - avail end
         return h.total
     end
-    -- unframed, await
+    -- unframed, await: what the receiver checks of an unframed envelope header (the version,
+    -- then the length: ENV-3, RECV-12)
     if avail < 9 then return nil, "more", 9 - avail end
-    if not M.plausible_envelope(s, pos) then return avail, "badenvelope" end
+    if not M.envelope_version_ok(s, pos) then return avail, "badenvelope" end
     local len = s32be(s, pos + 5)
+    if len < 0 or len > opts.max_body then return avail, "badenvelope" end
     if avail < 9 + len then return nil, "more", 9 + len - avail end
     return 9 + len
 end
 
-local function finding(rec, key, rule, text)
-    rec.findings[#rec.findings + 1] = { key = key, rule = rule, text = text }
+-- Appends a finding to `list` (a record's or an envelope's). A finding made after the
+-- direction's first framing error is `past` it: a receiver has stopped there (RECV-11) and
+-- reports nothing more, while the dissector goes on where it still knows the frame boundaries.
+local function finding(dir, list, key, rule, text, sender)
+    local f = { key = key, rule = rule, sender = sender, text = text, past = dir.first_error }
+    list[#list + 1] = f
+    return f
 end
 
-local function framing_error(dir, rec, key, rule, text)
-    finding(rec, key, rule, text)
+-- A framing error: the receiver stops decoding the direction here (RECV-11).
+local function framing_error(dir, rec, key, rule, text, sender)
+    finding(dir, rec.findings, key, rule, text, sender).fatal = true
     dir.errors = dir.errors + 1
     if dir.first_error == nil then
         dir.first_error = { rule = rule, offset = rec.offset, key = key }
     end
 end
 
--- The first bytes of a connection are not an envelope: the client broke LIFE-3 (STARTUP and
--- OPTIONS go unframed), the server LIFE-1.
+--- The text of a finding as the expert info shows it: "TEXT (RULE)", or "TEXT (RULE; sender
+--- rule SENDER)", and for a finding past the first framing error a bracketed tail saying so.
+function M.describe(f)
+    local tag = f.sender and (f.rule .. "; sender rule " .. f.sender) or f.rule
+    local text = f.text .. " (" .. tag .. ")"
+    if f.past then
+        text = text .. string.format(" [past the framing error %s at stream offset %d: a receiver stops there, RECV-11]", f.past.rule, f.past.offset)
+    end
+    return text
+end
+
+-- The bytes where an unframed envelope should be are not one: the client broke LIFE-3 (STARTUP
+-- and OPTIONS go unframed), the server LIFE-4 (its STARTUP response too).
 local function not_envelope(dir, rec, text)
     if dir.role == "server" then
-        framing_error(dir, rec, "not_envelope", "LIFE-1", text)
+        framing_error(dir, rec, "not_envelope", "LIFE-4", text)
     else
         framing_error(dir, rec, "not_envelope", "LIFE-3", text .. " (the client sends STARTUP unframed)")
     end
+end
+
+-- Envelope-level rules (ENV-2, ENV-5): an envelope with a wrong version byte, or a v6-beta one
+-- without USE_BETA, is refused on its own, not a framing error; the COMPRESSION flag on a framed
+-- connection breaks the sender's recommendation ENV-4 (the receiver ignores it, ENV-6). For an
+-- unframed envelope only the response bit is checked, since the version is still being agreed.
+-- Returns true if the receiver refuses the envelope.
+local function envelope_checks(conv, dir, env, framed)
+    local list = {}
+    env.findings = list
+    local sender_is_server = dir.role == "server"
+    local refused = false
+    if framed then
+        local protocol = conv.negotiated and conv.negotiated.protocol or dir.protocol or env.protocol
+        dir.protocol = protocol
+        local expected = protocol + (sender_is_server and 128 or 0)
+        if env.version ~= expected then
+            finding(dir, list, "env_version", "ENV-2", string.format("version byte 0x%02x, expected 0x%02x: the receiver refuses the envelope, not a framing error", env.version, expected)).at = "version"
+            refused = true
+        end
+    elseif dir.role and env.response ~= sender_is_server then
+        finding(dir, list, "env_version", "ENV-2", string.format("%s bit in an envelope sent by the %s: the receiver refuses the envelope, not a framing error", env.response and "response" or "no response", dir.role)).at = "version"
+        refused = true
+    end
+    if not refused and env.protocol == 6 and env.flags % 32 < 16 then
+        finding(dir, list, "use_beta", "ENV-5", "v6-beta envelope without USE_BETA").at = "flags"
+        refused = true
+    end
+    if framed and env.flags % 2 == 1 then
+        finding(dir, list, "compression_flag", "ENV-4", "COMPRESSION flag set on a framed connection (a recommendation: receivers ignore the flag, ENV-6)").at = "flags"
+    end
+    return refused
 end
 
 -- Handshake bookkeeping for an unframed envelope (LIFE-1..LIFE-9, NEG-1..NEG-8).
@@ -261,7 +328,7 @@ local function handshake(conv, dir, env, s, pos, rec)
                 local ok = false
                 for _, v in ipairs(listed or {}) do if v:lower() == fc:lower() then ok = true end end
                 if conv.supported and not ok then
-                    finding(rec, "neg_unlisted", "NEG-4", "FRAME_CHECKSUM=" .. fc .. " was not listed in FRAME_CHECKSUMS of SUPPORTED")
+                    finding(dir, rec.findings, "neg_unlisted", "NEG-4", "FRAME_CHECKSUM=" .. fc .. " was not listed in FRAME_CHECKSUMS of SUPPORTED")
                 end
             end
         else
@@ -333,7 +400,7 @@ local function split_envelopes(dir, rec, content, opts)
     while p <= n do
         local left = n - p + 1
         if left < 9 then
-            framing_error(dir, rec, "partial_envelope", "RECV-5", string.format("self-contained frame ends inside an envelope header (%d of 9 bytes)", left))
+            framing_error(dir, rec, "partial_envelope", "RECV-5", string.format("self-contained frame ends inside an envelope header (%d of 9 bytes)", left), "SEND-2")
             rec.partial = { start = p, length = left }
             return
         end
@@ -343,7 +410,7 @@ local function split_envelopes(dir, rec, content, opts)
             return
         end
         if 9 + env.length > left then
-            framing_error(dir, rec, "partial_envelope", "RECV-5", string.format("self-contained frame ends inside an envelope (%d of %d bytes)", left, 9 + env.length))
+            framing_error(dir, rec, "partial_envelope", "RECV-5", string.format("self-contained frame ends inside an envelope (%d of %d bytes)", left, 9 + env.length), "SEND-2")
             rec.partial = { start = p, length = left }
             return
         end
@@ -354,20 +421,21 @@ local function split_envelopes(dir, rec, content, opts)
     end
 end
 
+-- SEND-7: a sequence's frames but the last hold at least this many bytes (the reference's
+-- SEQUENCE_FILL_FLOOR, reference/cqlframe/src/encoder.rs: Apache Cassandra's smallest fill).
+M.SEQUENCE_FILL_FLOOR = 131054
+
 -- Appends a non-self-contained frame's content to the direction's sequence (RECV-6, RECV-7,
--- RECV-10, SEND-8).
-local function sequence_frame(dir, rec, content, ctx, opts)
+-- RECV-10, SEND-7).
+local function sequence_frame(conv, dir, rec, content, ctx, opts)
     if #content == 0 then
-        framing_error(dir, rec, "empty_continuation", "RECV-10", "non-self-contained frame with no content")
+        framing_error(dir, rec, "empty_continuation", "RECV-10", "non-self-contained frame with no content", "SEND-6")
         return
     end
     local seq = dir.seq
     if seq == nil then
         seq = { parts = {}, have = 0, need = nil, frames = {}, offset = rec.offset }
         dir.seq = seq
-        if #content < 9 then
-            finding(rec, "header_split", "SEND-8", string.format("first frame of a sequence carries %d bytes of the 9-byte envelope header", #content))
-        end
     end
     seq.parts[#seq.parts + 1] = content
     seq.have = seq.have + #content
@@ -385,7 +453,7 @@ local function sequence_frame(dir, rec, content, ctx, opts)
     end
     rec.sequence.need = seq.need
     if seq.need and seq.have > seq.need then
-        framing_error(dir, rec, "overshoot", "RECV-7", string.format("sequence carries %d bytes past the envelope's %d", seq.have - seq.need, seq.need))
+        framing_error(dir, rec, "overshoot", "RECV-7", string.format("sequence carries %d bytes past the envelope's %d", seq.have - seq.need, seq.need), "SEND-3")
         dir.seq = nil
         return
     end
@@ -396,6 +464,14 @@ local function sequence_frame(dir, rec, content, ctx, opts)
         env.size = #data
         env.reassembled = { data = data, frames = seq.frames, offset = seq.offset }
         add_envelope(dir, rec, env)
+        envelope_checks(conv, dir, env, true)
+        local short = {}
+        for i = 1, #seq.frames - 1 do
+            if seq.frames[i].length < M.SEQUENCE_FILL_FLOOR then short[#short + 1] = seq.frames[i].length end
+        end
+        if #short > 0 then
+            finding(dir, rec.findings, "sequence_fill", "SEND-7", string.format("frames of the sequence but the last hold fewer than %d bytes (%s): a recommendation", M.SEQUENCE_FILL_FLOOR, table.concat(short, ", ")))
+        end
         rec.sequence.complete = true
         dir.seq = nil
     end
@@ -418,18 +494,21 @@ function M.process(conv, dir, s, pos, len, kind, ctx, opts)
             rec.checksum = dir.checksum
             rec.truncated = true
             local text = string.format("header CRC24 %06x, computed %06x: frame boundaries lost", h.crc24, h.crc24_computed)
-            framing_error(dir, rec, "crc24_bad", "RECV-1", text)
+            framing_error(dir, rec, "crc24_bad", "RECV-1", text, "CRC-1")
             if len >= 9 and M.plausible_envelope(s, pos) then
                 local env = M.envelope_header(s, pos)
-                finding(rec, "unframed_after_switch", "LIFE-7", string.format("looks like an unframed %s envelope after the switch", M.OPCODES[env.opcode] or "?"))
+                -- a note on this RECV-1 (why the header fails), not a finding after it
+                finding(dir, rec.findings, "unframed_after_switch", "LIFE-7", string.format("looks like an unframed %s envelope after the switch", M.OPCODES[env.opcode] or "?")).past = nil
             end
             dir.mode = "stopped"
             dir.stop_reason = "RECV-1"
         elseif kind == "badenvelope" then
-            if dir.mode == "unframed" and dir.offset == 0 and dir.at_start then
-                not_envelope(dir, rec, "the connection does not start with an envelope")
+            if dir.mode == "await" then
+                framing_error(dir, rec, "before_response", "LIFE-6", "sent after STARTUP before its response")
+            elseif not M.envelope_version_ok(s, pos) then
+                not_envelope(dir, rec, string.format("version byte 0x%02x starts no envelope", byte(s, pos)))
             else
-                framing_error(dir, rec, "bad_envelope", "ENV-1", "not an envelope header where one is expected")
+                check_length(dir, rec, M.envelope_header(s, pos), opts)
             end
             dir.mode = "stopped"
         elseif dir.stop_reason == "LIFE-1" and dir.offset == 0 then
@@ -450,7 +529,7 @@ function M.process(conv, dir, s, pos, len, kind, ctx, opts)
             not_envelope(dir, rec, "the connection starts with a frame, not an unframed envelope")
         end
         if h.checksum_bit ~= (dir.checksum == "crc32c") then
-            framing_error(dir, rec, "checksum_bit", "RECV-3", string.format("checksum bit %d but the connection uses %s", h.checksum_bit and 1 or 0, dir.checksum))
+            framing_error(dir, rec, "checksum_bit", "RECV-3", string.format("checksum bit %d but the connection uses %s", h.checksum_bit and 1 or 0, dir.checksum), "FMT-13")
         end
         local p0 = pos + h.size
         local tp = p0 + h.length
@@ -468,11 +547,9 @@ function M.process(conv, dir, s, pos, len, kind, ctx, opts)
                     hint = " (the trailer is an unseeded CRC-32: the FA 2D 55 CA seed is missing)"
                     rec.trailer_is = "crc32-unseeded"
                 end
-                framing_error(dir, rec, "checksum_bad", "RECV-2", string.format("payload %s %08x, computed %08x%s", dir.checksum, rec.trailer, rec.computed, hint))
+                framing_error(dir, rec, "checksum_bad", "RECV-2", string.format("payload %s %08x, computed %08x%s", dir.checksum, rec.trailer, rec.computed, hint),
+                    dir.checksum == "crc32" and "CRC-2" or "CRC-3")
             end
-        end
-        if h.reserved ~= 0 then
-            finding(rec, "reserved", "FMT-12", string.format("reserved bits 0x%x set (senders write zero, FMT-6/FMT-10; receivers ignore them)", h.reserved))
         end
         local content
         if dir.format == "lz4" and h.uncompressed_length > 0 then
@@ -480,7 +557,7 @@ function M.process(conv, dir, s, pos, len, kind, ctx, opts)
             content, kind2, reason = lz4.decompress(s, p0, h.length, h.uncompressed_length)
             if content == nil then
                 -- a malformed block breaks the sender's LZ4-1; the receiver fails it under LZ4-4
-                framing_error(dir, rec, kind2, "LZ4-4", reason)
+                framing_error(dir, rec, kind2, "LZ4-4", reason, "LZ4-1")
                 rec.lz4_error = reason
             end
             rec.decompressed = true
@@ -488,16 +565,28 @@ function M.process(conv, dir, s, pos, len, kind, ctx, opts)
             content = sub(s, p0, tp - 1)
         end
         rec.content = content
+        -- sender rules that receivers do not enforce, checked on a frame that passed the
+        -- receiver's checks above and before the envelopes are assembled, as the judge does
+        if h.reserved ~= 0 then
+            finding(dir, rec.findings, "reserved", dir.format == "lz4" and "FMT-10" or "FMT-6", string.format("reserved bits 0x%x set: senders write zero (receivers ignore them, FMT-12)", h.reserved))
+        end
+        if dir.format == "lz4" and h.uncompressed_length > 0 and h.length >= h.uncompressed_length then
+            finding(dir, rec.findings, "lz4_no_gain", "LZ4-3", string.format("payload compressed to %d bytes from %d: a recommendation, store it (LZ4-2)", h.length, h.uncompressed_length))
+        end
+        if content and not h.self_contained and dir.seq == nil and #content < 9 then
+            finding(dir, rec.findings, "header_split", "SEND-8", string.format("first frame of a sequence carries %d bytes of the 9-byte envelope header (receivers accept it, RECV-6)", #content))
+        end
         if content then
             if h.self_contained then
                 if dir.seq then
-                    framing_error(dir, rec, "interrupted", "RECV-8", string.format("self-contained frame inside an incomplete sequence (%d of %s bytes)", dir.seq.have, tostring(dir.seq.need or "?")))
+                    framing_error(dir, rec, "interrupted", "RECV-8", string.format("self-contained frame inside an incomplete sequence (%d of %s bytes)", dir.seq.have, tostring(dir.seq.need or "?")), "SEND-5")
                     rec.dropped_sequence = dir.seq
                     dir.seq = nil
                 end
                 split_envelopes(dir, rec, content, opts)
+                for _, env in ipairs(rec.envelopes) do envelope_checks(conv, dir, env, true) end
             else
-                sequence_frame(dir, rec, content, ctx, opts)
+                sequence_frame(conv, dir, rec, content, ctx, opts)
             end
         end
         dir.offset = dir.offset + len
@@ -513,8 +602,9 @@ function M.process(conv, dir, s, pos, len, kind, ctx, opts)
         framing_error(dir, rec, "before_response", "LIFE-6", "sent after STARTUP before its response")
         dir.mode = "stopped"
         dir.stop_reason = "LIFE-6"
-    else
-        if env.response then dir.role = "server" else dir.role = dir.role or "client" end
+    elseif not envelope_checks(conv, dir, env, false) then
+        -- an envelope the receiver refuses (ENV-2, ENV-5) takes no part in the handshake
+        if dir.role == nil then dir.role = env.response and "server" or "client" end
         handshake(conv, dir, env, s, pos, rec)
     end
     dir.offset = dir.offset + len

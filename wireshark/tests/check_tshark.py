@@ -41,6 +41,8 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from expert import names
+
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "wireshark" / "cqlframe.lua"
 GOLDEN = ROOT / "wireshark" / "tests" / "golden"
@@ -174,12 +176,11 @@ def main() -> int:
             got = envs[side]
             ok = got == want_envs if case["valid"] else got[: len(want_envs)] == want_envs
             r.append((ok, f"{cid}: {side} envelopes {got} != manifest {want_envs}"))
-        text = "\n".join(messages)
         if not case["valid"]:
             for k in ("server_receives", "client_receives"):
                 e = case["expected"][k]["error"]
                 if e:
-                    r.append((f"({e['rule']})" in text, f"{cid}: no expert info names {e['rule']}"))
+                    r.append((names(messages, e["rule"]), f"{cid}: no expert info names {e['rule']}"))
         else:
             bad = [s for s in severities if s >= 0x00800000]   # PI_ERROR
             r.append((not bad, f"{cid}: valid session raises {len(bad)} error expert infos"))
@@ -237,7 +238,7 @@ def main() -> int:
             if rule == "RECV-1":
                 r.append(("Not synchronised" in text or "no frame header" in text, f"{cid}: no unsynchronised note"))
             return r
-        r.append((f"({rule})" in text, f"{cid}: no expert info names {rule}"))
+        r.append((names(messages, rule), f"{cid}: no expert info names {rule}"))
         r.append((envs["server"][: len(want_envs)] == want_envs, f"{cid}: envelopes before the error differ"))
         return r
 

@@ -26,13 +26,12 @@ local function receiver(conv, key, opts)
     dir.at_start = true
     r.dir = dir
     -- A receiver delivers nothing from a unit that failed a check, and nothing after it
-    -- (RECV-11). Findings that are not framing errors (FMT-12, SEND-8, NEG-4, LIFE-7 beside
-    -- RECV-1) do not stop it.
+    -- (RECV-11). Findings that are not framing errors (sender rules such as FMT-6 or SEND-8,
+    -- NEG-4, LIFE-7 beside RECV-1) do not stop it.
     local function deliver(rec)
         if r.error then return end
         for _, f in ipairs(rec.findings) do
-            local fatal = f.rule ~= "FMT-12" and f.rule ~= "SEND-8" and f.rule ~= "NEG-4" and f.rule ~= "LIFE-7"
-            if fatal and r.error == nil then
+            if f.fatal and r.error == nil then
                 r.error = { rule = f.rule, offset = rec.offset }
             end
         end
