@@ -8,6 +8,7 @@
 use crate::Failure;
 use clap::{Args as ClapArgs, Subcommand};
 use cqlframe_harness::conformance::{cases, client, load, matches, report, runner, server};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -96,13 +97,14 @@ pub fn run(args: Args) -> Result<(), Failure> {
         Some(Sub::List(l)) => {
             let catalogue = load(l.catalogue).map_err(Failure::Io)?;
             for c in catalogue.cases.iter().filter(|c| !l.quick || c.quick) {
-                println!(
+                writeln!(
+                    std::io::stdout(),
                     "{:34} {:6} {:22} {}",
                     c.id,
                     format!("{:?}", c.level).to_uppercase(),
                     c.rules.join(","),
                     c.title
-                );
+                )?;
             }
             Ok(())
         }
@@ -117,21 +119,23 @@ fn run_server(args: ServerArgs) -> Result<(), Failure> {
         .find(|c| c.id == args.case)
         .ok_or_else(|| Failure::Io(format!("no case {}", args.case)))?;
     let server = server::Server::start(case.server.clone(), args.port)?;
-    println!("listening on 127.0.0.1:{}", server.port);
-    println!(
+    writeln!(std::io::stdout(), "listening on 127.0.0.1:{}", server.port)?;
+    writeln!(
+        std::io::stdout(),
         "adapter arguments: {}",
         runner::adapter_args(case, server.port, 10.0).join(" ")
-    );
+    )?;
     if args.seconds == 0 {
         loop {
             std::thread::sleep(Duration::from_secs(3600));
         }
     }
     let obs = server.stop(Duration::from_secs(args.seconds));
-    println!(
+    writeln!(
+        std::io::stdout(),
         "{}",
         serde_json::to_string_pretty(&obs).expect("serialisable")
-    );
+    )?;
     Ok(())
 }
 

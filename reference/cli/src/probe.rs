@@ -6,6 +6,7 @@ use clap::Args as ClapArgs;
 use cqlframe_harness::conformance::report;
 use cqlframe_harness::conformance::runner::{Check, Driver, Outcome};
 use cqlframe_harness::probe::{cases, probe, Deviations};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -44,7 +45,13 @@ pub struct Args {
 pub fn run(args: Args) -> Result<(), Failure> {
     if args.list {
         for s in cases::catalogue() {
-            println!("{:32} {:28} {}", s.id, s.rules.join(","), s.title);
+            writeln!(
+                std::io::stdout(),
+                "{:32} {:28} {}",
+                s.id,
+                s.rules.join(","),
+                s.title
+            )?;
         }
         return Ok(());
     }
