@@ -8,8 +8,11 @@
 use crate::Failure;
 use clap::{Args as ClapArgs, Subcommand};
 use cqlframe_harness::conformance::{cases, client, load, matches, report, runner, server};
+use signal_hook::consts::{SIGINT, SIGTERM};
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(ClapArgs)]
@@ -25,7 +28,8 @@ pub struct Args {
 enum Sub {
     /// Run the suite (the default).
     Run(RunArgs),
-    /// Run the server of one case until killed (or for --seconds), then print what it saw.
+    /// Run the server of one case until SIGTERM or SIGINT (or for --seconds), then print what
+    /// it saw.
     Server(ServerArgs),
     /// The reference adapter: a client-role Connection running one case's workload.
     Client(client::ClientOptions),
@@ -70,7 +74,7 @@ struct ServerArgs {
     case: String,
     #[arg(long, default_value_t = 0)]
     port: u16,
-    /// Stop after this many seconds (0: run until killed).
+    /// Stop after this many seconds (0: until SIGTERM or SIGINT).
     #[arg(long, default_value_t = 0)]
     seconds: u64,
     #[arg(long)]
@@ -125,12 +129,16 @@ fn run_server(args: ServerArgs) -> Result<(), Failure> {
         "adapter arguments: {}",
         runner::adapter_args(case, server.port, 10.0).join(" ")
     )?;
-    if args.seconds == 0 {
-        loop {
-            std::thread::sleep(Duration::from_secs(3600));
-        }
+    // SIGTERM or SIGINT ends the run as --seconds does: what the server saw is printed.
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [SIGTERM, SIGINT] {
+        signal_hook::flag::register(signal, stop.clone())?;
     }
-    let obs = server.stop(Duration::from_secs(args.seconds));
+    let deadline = (args.seconds > 0).then(|| Instant::now() + Duration::from_secs(args.seconds));
+    while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let obs = server.stop(Duration::ZERO);
     writeln!(
         std::io::stdout(),
         "{}",
