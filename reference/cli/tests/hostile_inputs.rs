@@ -1,10 +1,6 @@
 //! The `cqlframe` binary on hostile inputs and a closed output pipe (issue 18): a clean
 //! failure (no panic, no exit 101, a message naming the byte offset) and bounded memory, the
-//! peak resident set of the child process measured by `wait4`.
-//!
-//! Linux counts the parent's resident set at the spawn into the child's peak, so the tests
-//! never hold their inputs whole: they are written to the child a chunk at a time, and each
-//! measured peak is an upper bound of the child's own.
+//! peak resident set of the child process measured by GNU time.
 
 #![cfg(unix)]
 
@@ -12,6 +8,8 @@ use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -23,19 +21,34 @@ fn cqlframe() -> Command {
     c
 }
 
-/// Exit status, peak resident set in bytes, stdout and stderr of `cmd` fed by `feed`.
+/// Held while a child is spawned: a child forked by another test before its exec holds copies
+/// of this process's pipe ends, and would keep a pipe this test closed open for a moment.
+static SPAWN: Mutex<()> = Mutex::new(());
+
+/// Exit status, peak resident set in bytes, stdout and stderr of `cqlframe` with the arguments
+/// `args` adds, fed by `feed`. The peak is GNU time's (`/usr/bin/time`, package `time`): the
+/// child's own, where `wait4` here would count this test process's peak in.
 fn run(
-    mut cmd: Command,
+    args: impl FnOnce(&mut Command),
     feed: impl FnOnce(&mut dyn Write) -> std::io::Result<()> + Send + 'static,
 ) -> (ExitStatus, u64, String, String) {
-    // Waited for by `wait4`, which also gives the peak resident set.
-    #[allow(clippy::zombie_processes)]
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let n = RUNS.fetch_add(1, Ordering::SeqCst);
+    let rss = std::env::temp_dir().join(format!("cqlframe-{}-rss-{n}", std::process::id()));
+    let mut cmd = Command::new("/usr/bin/time");
+    cmd.args(["-f", "%M", "-o"])
+        .arg(&rss)
+        .arg(env!("CARGO_BIN_EXE_cqlframe"))
+        .current_dir(root());
+    args(&mut cmd);
+    let guard = SPAWN.lock().unwrap();
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn cqlframe");
+        .expect("/usr/bin/time (Debian package time) runs cqlframe");
+    drop(guard);
     let mut input = child.stdin.take().expect("stdin");
     let feeder = std::thread::spawn(move || {
         let _ = feed(&mut input);
@@ -49,21 +62,22 @@ fn run(
     });
     let mut out = Vec::new();
     stdout.read_to_end(&mut out).expect("stdout");
-    let (status, peak) = wait4(child.id());
+    let status = child.wait().expect("wait");
     let _ = feeder.join();
     let err = errors.join().expect("stderr");
-    (status, peak, String::from_utf8_lossy(&out).into(), err)
-}
-
-/// Waits for the child and returns its status and peak resident set (bytes).
-fn wait4(pid: u32) -> (ExitStatus, u64) {
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value; wait4 fills it in.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: pid is our own child, not yet waited for; both pointers are valid.
-    let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
-    assert_eq!(r, pid as libc::pid_t, "wait4");
-    (ExitStatus::from_raw(status), usage.ru_maxrss as u64 * 1024)
+    let report = std::fs::read_to_string(&rss).expect("time's report");
+    let _ = std::fs::remove_file(&rss);
+    let kib: u64 = report
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("time's report: {report:?}"));
+    (
+        status,
+        kib * 1024,
+        String::from_utf8_lossy(&out).into(),
+        err,
+    )
 }
 
 const MIB: u64 = 1 << 20;
@@ -85,6 +99,7 @@ fn every_listing_ends_quietly_on_a_closed_pipe() {
         &["check", "vectors/pcap/session.v5-lz4.pcap"],
         &["crc", "--algorithm", "crc32", "--hex", "00"],
     ] {
+        let guard = SPAWN.lock().unwrap();
         let mut child = cqlframe()
             .args(args)
             .stdout(Stdio::piped())
@@ -93,6 +108,7 @@ fn every_listing_ends_quietly_on_a_closed_pipe() {
             .expect("spawn");
         // The reader goes away before the first byte is written.
         drop(child.stdout.take());
+        drop(guard);
         let out = child.wait_with_output().expect("wait");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(
@@ -117,9 +133,12 @@ fn pcap_header(linktype: u32) -> Vec<u8> {
 fn check_file(name: &str, bytes: &[u8]) -> (ExitStatus, u64, String, String) {
     let path = std::env::temp_dir().join(format!("cqlframe-{}-{name}", std::process::id()));
     std::fs::write(&path, bytes).expect("write capture");
-    let mut cmd = cqlframe();
-    cmd.arg("check").arg(&path);
-    let result = run(cmd, |_| Ok(()));
+    let result = run(
+        |c| {
+            c.arg("check").arg(&path);
+        },
+        |_| Ok(()),
+    );
     let _ = std::fs::remove_file(path);
     result
 }
@@ -161,17 +180,18 @@ fn check_warns_of_packets_on_link_types_it_does_not_decode() {
 #[test]
 fn check_memory_stays_flat_on_a_large_capture() {
     let path = std::env::temp_dir().join(format!("cqlframe-{}-large.pcap", std::process::id()));
-    let mut gen = cqlframe();
-    gen.arg("check")
-        .arg("--generate")
-        .arg(&path)
-        .args(["--megabytes", "96", "--from"])
-        .arg("vectors/pcap/session.v5-lz4.pcap,vectors/pcap/session.v5-crc32c.pcap");
-    let (status, _, _, err) = run(gen, |_| Ok(()));
+    let generate = |c: &mut Command| {
+        c.args(["check", "--generate"])
+            .arg(&path)
+            .args(["--megabytes", "96", "--from"])
+            .arg("vectors/pcap/session.v5-lz4.pcap,vectors/pcap/session.v5-crc32c.pcap");
+    };
+    let (status, _, _, err) = run(generate, |_| Ok(()));
     assert!(status.success(), "{err}");
-    let mut cmd = cqlframe();
-    cmd.args(["check", "--quiet", "--no-progress"]).arg(&path);
-    let (status, peak, out, err) = run(cmd, |_| Ok(()));
+    let check = |c: &mut Command| {
+        c.args(["check", "--quiet", "--no-progress"]).arg(&path);
+    };
+    let (status, peak, out, err) = run(check, |_| Ok(()));
     let _ = std::fs::remove_file(&path);
     assert!(status.success(), "{out}{err}");
     assert!(peak < 32 * MIB, "96 MiB capture, peak {peak}");
@@ -180,9 +200,10 @@ fn check_memory_stays_flat_on_a_large_capture() {
 #[test]
 fn decode_reads_no_further_than_the_first_error() {
     // 256 MiB that break RECV-1 at byte 0: only the first chunk is read.
-    let mut cmd = cqlframe();
-    cmd.args(["decode", "-"]);
-    let (status, peak, out, _) = run(cmd, |w| {
+    let decode = |c: &mut Command| {
+        c.args(["decode", "-"]);
+    };
+    let (status, peak, out, _) = run(decode, |w| {
         let mut chunk = vec![0u8; 1 << 20];
         for i in 0..256u32 {
             for (j, b) in chunk.iter_mut().enumerate() {
@@ -202,9 +223,10 @@ fn decode_streams_a_long_valid_input_in_bounded_memory() {
     // 512 copies of a 131071-byte self-contained frame: a 64 MiB valid stream.
     let frame = std::fs::read(root().join("vectors/cases/uncompressed.crc32.length-131071.bin"))
         .expect("vector");
-    let mut cmd = cqlframe();
-    cmd.args(["decode", "-"]);
-    let (status, peak, out, err) = run(cmd, move |w| {
+    let decode = |c: &mut Command| {
+        c.args(["decode", "-"]);
+    };
+    let (status, peak, out, err) = run(decode, move |w| {
         for _ in 0..512 {
             w.write_all(&frame)?;
         }

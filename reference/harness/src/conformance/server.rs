@@ -684,7 +684,12 @@ impl Conn {
             // Protocol v4 envelope compression: [int] length, then an LZ4 block.
             if body.len() >= 4 {
                 let n = u32::from_be_bytes([body[0], body[1], body[2], body[3]]) as usize;
-                body = lz4_flex::block::decompress(&body[4..], n).unwrap_or_default();
+                // lz4_flex reserves the declared length first: past the limit it is not tried.
+                body = if n <= MAX_BODY as usize {
+                    lz4_flex::block::decompress(&body[4..], n).unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
             }
         }
         let summary = describe_request(op, &body);

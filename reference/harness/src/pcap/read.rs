@@ -40,9 +40,8 @@ const MAX_PACKET_BLOCK: usize = MAX_PACKET + 32 + (64 << 10);
 
 /// Reads packets one at a time from a pcap or pcapng stream.
 ///
-/// Memory: one buffer of a few MiB that grows only as bytes arrive and never past
-/// [`MAX_PACKET_BLOCK`] plus a read chunk, whatever a record claims; pcapng blocks that carry
-/// no packet are skipped without being held. A capture that ends inside a record or block, or
+/// Memory: one buffer of at most [`BUFFER`] bytes, whatever a record claims (no packet block
+/// is larger); pcapng blocks that carry no packet are skipped without being held. A capture that ends inside a record or block, or
 /// whose blocks contradict themselves, is an error naming the byte offset, never a clean end.
 pub struct Reader<R> {
     inner: R,
@@ -59,7 +58,11 @@ pub struct Reader<R> {
     ng_linktypes: Vec<u32>,
 }
 
-const CHUNK: usize = 1 << 20;
+/// The buffer starts at this and doubles with each read up to [`BUFFER`].
+const FIRST_READ: usize = 64 << 10;
+/// The largest buffer: large reads keep a large capture cheap to read.
+const BUFFER: usize = 4 << 20;
+const _: () = assert!(MAX_PACKET_BLOCK <= BUFFER, "a packet block fits the buffer");
 
 fn u16_at(b: &[u8], at: usize, big: bool) -> u16 {
     let v = [b[at], b[at + 1]];
@@ -93,7 +96,7 @@ impl<R: Read> Reader<R> {
     pub fn new(inner: R) -> Result<Self, String> {
         let mut r = Reader {
             inner,
-            buf: vec![0; 4 * CHUNK],
+            buf: vec![0; FIRST_READ],
             pos: 0,
             end: 0,
             eof: false,
@@ -141,8 +144,8 @@ impl<R: Read> Reader<R> {
         self.consumed += n as u64;
     }
 
-    /// Makes at least `n` unread bytes available; false if the input ends first. The buffer
-    /// grows a chunk at a time as bytes arrive, never to a length the file merely claims.
+    /// Makes at least `n` unread bytes available (`n` is at most a packet block); false if the
+    /// input ends first.
     fn fill(&mut self, n: usize) -> Result<bool, String> {
         while self.end - self.pos < n {
             if self.eof {
@@ -153,8 +156,8 @@ impl<R: Read> Reader<R> {
                 self.end -= self.pos;
                 self.pos = 0;
             }
-            if self.end == self.buf.len() {
-                let grown = (self.buf.len() + CHUNK).min(n);
+            if self.buf.len() < BUFFER {
+                let grown = (2 * self.buf.len()).max(n).min(BUFFER);
                 self.buf.resize(grown, 0);
             }
             match self.inner.read(&mut self.buf[self.end..]) {

@@ -2,7 +2,8 @@
 //! anywhere, sections of both byte orders, blocks that contradict themselves. Each is an error
 //! naming a byte offset, never a clean end, and the buffer never grows to what a record claims.
 
-use super::{segment, Reader, Skip, CHUNK};
+use super::{segment, Reader, Skip, BUFFER};
+use crate::pcap::pcapng::{self, block};
 use std::path::PathBuf;
 
 fn vector_pcap() -> Vec<u8> {
@@ -30,55 +31,8 @@ fn read_all(capture: &[u8]) -> (Result<Vec<Vec<u8>>, String>, usize) {
     }
 }
 
-/// A pcapng block of `kind` holding `body` (padded), in either byte order.
-fn block(kind: u32, body: &[u8], big: bool) -> Vec<u8> {
-    let word = |v: u32| {
-        if big {
-            v.to_be_bytes()
-        } else {
-            v.to_le_bytes()
-        }
-    };
-    let pad = (4 - body.len() % 4) % 4;
-    let len = (12 + body.len() + pad) as u32;
-    let mut b = word(kind).to_vec();
-    b.extend_from_slice(&word(len));
-    b.extend_from_slice(body);
-    b.extend_from_slice(&vec![0; pad]);
-    b.extend_from_slice(&word(len));
-    b
-}
-
-/// A pcapng section (header, one Ethernet interface, one enhanced packet block per packet).
 fn section(packets: &[Vec<u8>], big: bool) -> Vec<u8> {
-    let word = |v: u32| {
-        if big {
-            v.to_be_bytes()
-        } else {
-            v.to_le_bytes()
-        }
-    };
-    let mut shb = word(0x1a2b_3c4d).to_vec();
-    shb.extend_from_slice(&if big { [0, 1, 0, 0] } else { [1, 0, 0, 0] });
-    shb.extend_from_slice(&(-1i64).to_le_bytes());
-    let mut out = block(0x0a0d_0d0a, &shb, big);
-    let mut idb = if big {
-        1u16.to_be_bytes()
-    } else {
-        1u16.to_le_bytes()
-    }
-    .to_vec();
-    idb.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
-    out.extend(block(1, &idb, big));
-    for p in packets {
-        let mut epb = word(0).to_vec();
-        epb.extend_from_slice(&[0; 8]);
-        epb.extend_from_slice(&word(p.len() as u32));
-        epb.extend_from_slice(&word(p.len() as u32));
-        epb.extend_from_slice(p);
-        out.extend(block(6, &epb, big));
-    }
-    out
+    pcapng::section(1, packets, big)
 }
 
 fn packets() -> Vec<Vec<u8>> {
@@ -103,12 +57,12 @@ fn a_record_claiming_more_than_the_file_holds_is_reported_not_allocated() {
     f.extend_from_slice(&[0; 100]);
     let (result, largest) = read_all(&f);
     assert_error_at(result, 24, "200 MB record");
-    assert!(largest <= 4 * CHUNK, "buffer grew to {largest}");
+    assert!(largest <= BUFFER, "buffer grew to {largest}");
     // Just under the limit, the claim is still not allocated: the buffer grows with the bytes.
     f[32..36].copy_from_slice(&(super::MAX_PACKET as u32).to_le_bytes());
     let (result, largest) = read_all(&f);
     assert_error_at(result, 140, "cut record");
-    assert!(largest <= 4 * CHUNK, "buffer grew to {largest}");
+    assert!(largest <= BUFFER, "buffer grew to {largest}");
 }
 
 #[test]
@@ -121,7 +75,7 @@ fn a_pcapng_block_claiming_more_than_the_file_holds_is_reported_not_allocated() 
         f.extend(tail);
         let (result, largest) = read_all(&f);
         assert_error_at(result, at, &format!("block type {kind:#x}"));
-        assert!(largest <= 4 * CHUNK, "buffer grew to {largest}");
+        assert!(largest <= BUFFER, "buffer grew to {largest}");
     }
 }
 
