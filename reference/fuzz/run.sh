@@ -11,7 +11,7 @@ SECONDS_PER_TARGET="${1:-20}"
 shift || true
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
-    TARGETS=(decode_whole decode_chunked lz4_frames handshake)
+    TARGETS=(decode_whole decode_chunked lz4_frames handshake capture_read server_input)
 fi
 CARGO_FUZZ_VERSION=0.13.2
 TOOLS="$REPO_ROOT/.cache/tools"
@@ -26,7 +26,10 @@ cd "$FUZZ_DIR"
 # sanitizer builds are kept apart from the main ones.
 export CARGO_TARGET_DIR="$FUZZ_DIR/target"
 start=$(date +%s)
-for t in "${TARGETS[@]}"; do cargo +nightly fuzz build "$t"; done
+# --fuzz-dir: cargo-fuzz would otherwise look for ./fuzz beside the nearest non-fuzz Cargo.toml
+# above, the repository root's.
+FUZZ=(cargo +nightly fuzz)
+for t in "${TARGETS[@]}"; do "${FUZZ[@]}" build --fuzz-dir "$FUZZ_DIR" "$t"; done
 echo "run.sh: built ${#TARGETS[@]} targets in $(( $(date +%s) - start ))s"
 
 if [ "$SECONDS_PER_TARGET" -eq 0 ]; then
@@ -39,7 +42,7 @@ status=0
 for t in "${TARGETS[@]}"; do
     mkdir -p "corpus/$t" "corpus/seed/$t"
     echo "=== $t: fuzzing ${SECONDS_PER_TARGET}s"
-    if ! cargo +nightly fuzz run "$t" "corpus/$t" "corpus/seed/$t" -- \
+    if ! "${FUZZ[@]}" run --fuzz-dir "$FUZZ_DIR" "$t" "corpus/$t" "corpus/seed/$t" -- \
         "${LIMIT[@]}" -rss_limit_mb=2048 -print_final_stats=1; then
         echo "run.sh: $t CRASHED (input in $FUZZ_DIR/artifacts/$t/)" >&2
         status=1
@@ -49,7 +52,7 @@ for t in "${TARGETS[@]}"; do
     shopt -u nullglob
     if [ ${#regressions[@]} -gt 0 ]; then
         echo "=== $t: replaying ${#regressions[@]} regression file(s)"
-        if ! cargo +nightly fuzz run "$t" "${regressions[@]}" -- -rss_limit_mb=2048; then
+        if ! "${FUZZ[@]}" run --fuzz-dir "$FUZZ_DIR" "$t" "${regressions[@]}" -- -rss_limit_mb=2048; then
             echo "run.sh: $t fails on a regression file" >&2
             status=1
         fi

@@ -14,7 +14,9 @@ use std::time::Instant;
 ///
 /// Each violation is reported with its rule ID, packet number, connection, direction and byte
 /// offset in that direction's stream; each connection gets a summary. Exit status 1 when any
-/// MUST-level rule is broken (SHOULD-level findings are listed but do not fail).
+/// MUST-level rule is broken (SHOULD-level findings are listed but do not fail); 3 when the
+/// capture is corrupt or cut short (what came before is still checked and reported) or when
+/// every packet is on a link type this command does not decode (nothing was checked).
 #[derive(ClapArgs)]
 pub struct Args {
     /// The capture file.
@@ -76,6 +78,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let json = args.json;
     let quiet = args.quiet;
     let mut io_error = None;
+    let mut capture_error = None;
     {
         let mut done = |c: ConnSummary| {
             if json {
@@ -85,10 +88,14 @@ pub fn run(args: Args) -> Result<(), Failure> {
             }
         };
         loop {
-            let packet = reader
-                .next_packet()
-                .map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?;
-            let Some(p) = packet else { break };
+            let p = match reader.next_packet() {
+                Ok(Some(p)) => p,
+                Ok(None) => break,
+                Err(e) => {
+                    capture_error = Some(e);
+                    break;
+                }
+            };
             let number = p.number;
             checker.packet(number, p.linktype, p.data, &mut done);
             if number % 8192 == 0 {
@@ -115,6 +122,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
             "ports": args.port,
             "totals": t,
             "connections": summaries,
+            "capture_error": capture_error,
         });
         writeln!(
             out,
@@ -141,6 +149,24 @@ pub fn run(args: Args) -> Result<(), Failure> {
         )?;
     }
     out.flush()?;
+    if !t.unsupported_link_types.is_empty() {
+        eprintln!(
+            "cqlframe check: warning: {} packets on link types {:?} that are not decoded (Ethernet, Linux cooked, raw IP and BSD loopback are): their traffic is not checked",
+            t.unsupported_link_packets, t.unsupported_link_types
+        );
+    }
+    if let Some(e) = capture_error {
+        return Err(Failure::Io(format!(
+            "{}: {e}; only what came before is checked",
+            path.display()
+        )));
+    }
+    if t.packets > 0 && t.unsupported_link_packets == t.packets {
+        return Err(Failure::Io(format!(
+            "{}: nothing checked: no packet is on a link type this command decodes",
+            path.display()
+        )));
+    }
     if t.violations > 0 {
         return Err(Failure::Rule);
     }

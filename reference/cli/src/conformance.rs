@@ -9,7 +9,11 @@ use crate::Failure;
 use clap::{Args as ClapArgs, Subcommand};
 use cqlframe_harness::conformance::{cases, client, load, matches, report, runner, server};
 use cqlframe_harness::verdict::Outcome;
+use signal_hook::consts::{SIGINT, SIGTERM};
+use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(ClapArgs)]
@@ -25,7 +29,8 @@ pub struct Args {
 enum Sub {
     /// Run the suite (the default).
     Run(RunArgs),
-    /// Run the server of one case until killed (or for --seconds), then print what it saw.
+    /// Run the server of one case until SIGTERM or SIGINT (or for --seconds), then print what
+    /// it saw.
     Server(ServerArgs),
     /// The reference adapter: a client-role Connection running one case's workload.
     Client(client::ClientOptions),
@@ -70,7 +75,7 @@ struct ServerArgs {
     case: String,
     #[arg(long, default_value_t = 0)]
     port: u16,
-    /// Stop after this many seconds (0: run until killed).
+    /// Stop after this many seconds (0: until SIGTERM or SIGINT).
     #[arg(long, default_value_t = 0)]
     seconds: u64,
     #[arg(long)]
@@ -96,10 +101,11 @@ pub fn run(args: Args) -> Result<(), Failure> {
         Some(Sub::Server(s)) => run_server(s),
         Some(Sub::List(l)) => {
             let catalogue = load(l.catalogue).map_err(Failure::Io)?;
-            print!(
+            write!(
+                std::io::stdout(),
                 "{}",
                 cases::listing(catalogue.cases.iter().filter(|c| !l.quick || c.quick))
-            );
+            )?;
             Ok(())
         }
     }
@@ -113,21 +119,27 @@ fn run_server(args: ServerArgs) -> Result<(), Failure> {
         .find(|c| c.id == args.case)
         .ok_or_else(|| Failure::Io(format!("no case {}", args.case)))?;
     let server = server::Server::start(case.server.clone(), args.port)?;
-    println!("listening on 127.0.0.1:{}", server.port);
-    println!(
+    writeln!(std::io::stdout(), "listening on 127.0.0.1:{}", server.port)?;
+    writeln!(
+        std::io::stdout(),
         "adapter arguments: {}",
         runner::adapter_args(case, server.port, 10.0).join(" ")
-    );
-    if args.seconds == 0 {
-        loop {
-            std::thread::sleep(Duration::from_secs(3600));
-        }
+    )?;
+    // SIGTERM or SIGINT ends the run as --seconds does: what the server saw is printed.
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [SIGTERM, SIGINT] {
+        signal_hook::flag::register(signal, stop.clone())?;
     }
-    let obs = server.stop(Duration::from_secs(args.seconds));
-    println!(
+    let deadline = (args.seconds > 0).then(|| Instant::now() + Duration::from_secs(args.seconds));
+    while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let obs = server.stop(Duration::ZERO);
+    writeln!(
+        std::io::stdout(),
         "{}",
         serde_json::to_string_pretty(&obs).expect("serialisable")
-    );
+    )?;
     Ok(())
 }
 

@@ -4,6 +4,7 @@ use crate::input::Input;
 use crate::Failure;
 use clap::{Args as ClapArgs, ValueEnum};
 use cqlframe::checksum;
+use std::io::Write;
 
 /// Print the CRC24, seeded CRC32 or CRC32C of the input in hex.
 #[derive(ClapArgs)]
@@ -27,9 +28,9 @@ enum Algorithm {
 pub fn run(args: Args) -> Result<(), Failure> {
     let bytes = args.input.read()?;
     match args.algorithm {
-        Algorithm::Crc24 => println!("{:06x}", checksum::crc24(&bytes)),
-        Algorithm::Crc32 => println!("{:08x}", checksum::crc32(&bytes)),
-        Algorithm::Crc32c => println!("{:08x}", checksum::crc32c(&bytes)),
+        Algorithm::Crc24 => writeln!(std::io::stdout(), "{:06x}", checksum::crc24(&bytes))?,
+        Algorithm::Crc32 => writeln!(std::io::stdout(), "{:08x}", checksum::crc32(&bytes))?,
+        Algorithm::Crc32c => writeln!(std::io::stdout(), "{:08x}", checksum::crc32c(&bytes))?,
     }
     Ok(())
 }

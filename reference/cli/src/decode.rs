@@ -1,11 +1,23 @@
 //! `cqlframe decode`: every frame and envelope of a stream, or the rule it breaks.
+//!
+//! The input is read in chunks and decoding stops at the first error, so a stream that breaks a
+//! rule early is never read whole. Text lines are written as the events come (memory: the
+//! decoder's, bounded by one frame and `--max-envelope-body`); `--json` is one document holding
+//! every frame and envelope, so its memory grows with the valid part of the stream.
 
 use crate::input::{Input, Settings};
 use crate::Failure;
 use clap::Args as ClapArgs;
 use cqlframe::assembler::DEFAULT_MAX_ENVELOPE_BODY;
-use cqlframe::envelope::RESPONSE_BIT;
-use cqlframe_harness::transcript::Transcript;
+use cqlframe::decoder::{Decoder, Event};
+use cqlframe::envelope::{opcode_name, RESPONSE_BIT};
+use cqlframe::error::FramingError;
+use cqlframe::format::Format;
+use cqlframe_harness::transcript::{EnvelopeRecord, FrameRecord, Transcript};
+use std::io::{Read, Write};
+
+/// Bytes read from the input at a time.
+const CHUNK: usize = 64 << 10;
 
 /// Decode a stream of frames (no handshake) and list its frames and envelopes.
 #[derive(ClapArgs)]
@@ -23,64 +35,101 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
-    let bytes = args.input.read()?;
-    let t = Transcript::decode(
-        args.settings.get(),
-        args.max_envelope_body,
-        [bytes.as_slice()],
-    );
+    let mut input = args.input.open()?;
+    let mut decoder = Decoder::new(args.settings.get(), args.max_envelope_body);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut transcript = Transcript::default();
+    let mut frames = 0usize;
+    let mut written = Ok(());
+    let mut buf = vec![0u8; CHUNK];
+    let mut result = Ok(());
+    while result.is_ok() && written.is_ok() {
+        let n = match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        };
+        result = decoder.decode(&buf[..n], |event| {
+            if args.json {
+                match event {
+                    Event::Frame(f) => transcript.frames.push(FrameRecord::of(f)),
+                    Event::Envelope(e) => transcript.envelopes.push(EnvelopeRecord::of(&e)),
+                }
+            } else if written.is_ok() {
+                written = write_event(&mut out, &event, &mut frames);
+            }
+            Ok(())
+        });
+    }
+    written?;
+    let error = result.and_then(|()| decoder.finish()).err();
+    let failed = error.is_some();
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&t).expect("transcript serialises")
-        );
-    } else {
-        print_text(&t);
+        transcript.error = error;
+        serde_json::to_writer_pretty(&mut out, &transcript).map_err(std::io::Error::from)?;
+        writeln!(out)?;
+    } else if let Some(err) = &error {
+        write_error(&mut out, err)?;
     }
-    match &t.error {
-        None => Ok(()),
-        Some(_) => Err(Failure::Rule),
+    out.flush()?;
+    if failed {
+        return Err(Failure::Rule);
     }
+    Ok(())
 }
 
-fn print_text(t: &Transcript) {
-    for (i, f) in t.frames.iter().enumerate() {
-        let lengths = match f.uncompressed_length {
-            Some(u) => format!("compressed {} uncompressed {u}", f.payload_length),
-            None => format!("length {}", f.payload_length),
-        };
-        println!(
-            "frame {i} at {}: {lengths}, {}, checksum bit {}, reserved {:#x}, crc24 {:06x}, payload checksum {:08x}",
-            f.offset,
-            if f.self_contained { "self-contained" } else { "not self-contained" },
-            u8::from(f.checksum_bit),
-            f.reserved,
-            f.header_crc24,
-            f.payload_checksum,
-        );
+fn write_event(out: &mut impl Write, event: &Event<'_>, frames: &mut usize) -> std::io::Result<()> {
+    match event {
+        Event::Frame(f) => {
+            let h = f.header;
+            let lengths = match h.format {
+                Format::Lz4 => format!(
+                    "compressed {} uncompressed {}",
+                    h.payload_length, h.uncompressed_length
+                ),
+                Format::Uncompressed => format!("length {}", h.payload_length),
+            };
+            writeln!(
+                out,
+                "frame {frames} at {}: {lengths}, {}, checksum bit {}, reserved {:#x}, crc24 {:06x}, payload checksum {:08x}",
+                f.offset,
+                if h.self_contained { "self-contained" } else { "not self-contained" },
+                u8::from(h.checksum_bit),
+                h.reserved,
+                h.crc24,
+                f.payload_checksum,
+            )?;
+            *frames += 1;
+        }
+        Event::Envelope(e) => {
+            let h = e.header;
+            writeln!(
+                out,
+                "envelope: v{} {}, flags {:#04x}, stream {}, {}, length {}",
+                h.version & !RESPONSE_BIT,
+                if h.version & RESPONSE_BIT != 0 {
+                    "response"
+                } else {
+                    "request"
+                },
+                h.flags,
+                h.stream,
+                opcode_name(h.opcode),
+                h.length,
+            )?;
+        }
     }
-    for e in &t.envelopes {
-        println!(
-            "envelope: v{} {}, flags {:#04x}, stream {}, {}, length {}",
-            e.version & !RESPONSE_BIT,
-            if e.version & RESPONSE_BIT != 0 {
-                "response"
-            } else {
-                "request"
-            },
-            e.flags,
-            e.stream,
-            e.opcode_name,
-            e.length,
-        );
-    }
-    if let Some(err) = &t.error {
-        println!(
-            "error: {} {} at byte {}: {}",
-            err.rule(),
-            err.kind.name(),
-            err.offset,
-            err.kind
-        );
-    }
+    Ok(())
+}
+
+fn write_error(out: &mut impl Write, err: &FramingError) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "error: {} {} at byte {}: {}",
+        err.rule(),
+        err.kind.name(),
+        err.offset,
+        err.kind
+    )
 }

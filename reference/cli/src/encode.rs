@@ -34,7 +34,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let mut out = Vec::new();
     FrameEncoder::new(args.settings.get(), policy).write_envelopes(envelopes, &mut out);
     if args.hex_output {
-        println!("{}", hex::encode(&out));
+        writeln!(std::io::stdout(), "{}", hex::encode(&out))?;
     } else {
         std::io::stdout().write_all(&out)?;
     }

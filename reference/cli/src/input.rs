@@ -18,23 +18,30 @@ pub struct Input {
 }
 
 impl Input {
+    /// The whole input, for commands that need all of it at once.
     pub fn read(&self) -> Result<Vec<u8>, Failure> {
+        let mut bytes = Vec::new();
+        self.open()?.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// The input as a stream, for commands that read it a chunk at a time.
+    pub fn open(&self) -> Result<Box<dyn Read>, Failure> {
         if let Some(h) = &self.hex {
             let clean: String = h.chars().filter(|c| !c.is_whitespace()).collect();
-            return hex::decode(clean).map_err(|e| Failure::Io(format!("--hex: {e}")));
+            let bytes = hex::decode(clean).map_err(|e| Failure::Io(format!("--hex: {e}")))?;
+            return Ok(Box::new(std::io::Cursor::new(bytes)));
         }
         let path = self
             .file
             .as_ref()
             .expect("clap requires FILE without --hex");
-        let mut bytes = Vec::new();
         if path.as_os_str() == "-" {
-            std::io::stdin().read_to_end(&mut bytes)?;
-        } else {
-            bytes =
-                std::fs::read(path).map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?;
+            return Ok(Box::new(std::io::stdin().lock()));
         }
-        Ok(bytes)
+        let file = std::fs::File::open(path)
+            .map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?;
+        Ok(Box::new(file))
     }
 }
 

@@ -1,7 +1,8 @@
 //! `cqlframe`: the reference implementation's command line.
 //!
 //! Exit codes: 0 success; 1 the input breaks a framing rule (the error names it); 2 usage error;
-//! 3 input/output error.
+//! 3 input/output error. Output into a closed pipe (`cqlframe ... | head -1`) ends the command
+//! quietly, the way `cat` ends: by SIGPIPE (status 141 in a shell).
 
 mod check;
 mod conformance;
@@ -50,12 +51,30 @@ pub enum Failure {
     /// The input breaks a rule; already reported.
     Rule,
     Io(String),
+    /// Whoever read our output went away.
+    ClosedPipe,
 }
 
 impl From<std::io::Error> for Failure {
     fn from(e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            return Failure::ClosedPipe;
+        }
         Failure::Io(e.to_string())
     }
+}
+
+/// Ends the process as a Unix filter ends when its reader goes away: by the default action of
+/// SIGPIPE. (Rust ignores SIGPIPE so that socket writes fail with an error instead; the
+/// default action is restored only here, at the very end.)
+fn die_of_closed_pipe() -> ExitCode {
+    #[cfg(unix)]
+    // SAFETY: restoring a signal's default action and raising it; no handler runs.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+    ExitCode::from(3)
 }
 
 fn main() -> ExitCode {
@@ -73,6 +92,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Rule) => ExitCode::from(1),
+        Err(Failure::ClosedPipe) => die_of_closed_pipe(),
         Err(Failure::Io(message)) => {
             eprintln!("cqlframe: {message}");
             ExitCode::from(3)

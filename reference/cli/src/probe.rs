@@ -8,6 +8,7 @@ use cqlframe_harness::conformance::report;
 use cqlframe_harness::conformance::runner::Driver;
 use cqlframe_harness::probe::{cases, probe, Deviations};
 use cqlframe_harness::verdict::{Check, Level, Outcome, Status};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -45,7 +46,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<(), Failure> {
     if args.list {
-        print!("{}", listing(&cases::catalogue()));
+        write!(std::io::stdout(), "{}", listing(&cases::catalogue()))?;
         return Ok(());
     }
     let target = args.target.clone().expect("clap requires a target");

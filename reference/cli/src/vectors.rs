@@ -2,6 +2,7 @@
 
 use crate::Failure;
 use clap::{Args as ClapArgs, Subcommand};
+use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(ClapArgs)]
@@ -25,19 +26,27 @@ pub fn run(args: Args) -> Result<(), Failure> {
     match args.action {
         Action::Generate => {
             let n = cqlframe_harness::vectors::write(&args.root).map_err(Failure::Io)?;
-            println!("wrote {n} files under {}", args.root.display());
+            writeln!(
+                std::io::stdout(),
+                "wrote {n} files under {}",
+                args.root.display()
+            )?;
             Ok(())
         }
         Action::Verify => match cqlframe_harness::vectors::verify(&args.root) {
             Ok(n) => {
-                println!("vectors: {n} passed, 0 failed");
+                writeln!(std::io::stdout(), "vectors: {n} passed, 0 failed")?;
                 Ok(())
             }
             Err(problems) => {
                 for p in &problems {
-                    println!("FAIL {p}");
+                    writeln!(std::io::stdout(), "FAIL {p}")?;
                 }
-                println!("vectors: 0 passed, {} failed", problems.len());
+                writeln!(
+                    std::io::stdout(),
+                    "vectors: 0 passed, {} failed",
+                    problems.len()
+                )?;
                 Err(Failure::Rule)
             }
         },

@@ -14,14 +14,14 @@ use crate::frame_decoder::Frame;
 pub const DEFAULT_MAX_ENVELOPE_BODY: u32 = 256 << 20;
 
 /// Turns frame contents into envelopes.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct EnvelopeAssembler {
     max_body: u32,
     sequence: Option<Sequence>,
 }
 
 /// A non-self-contained sequence in progress.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Sequence {
     /// Offset of the sequence's first frame.
     offset: u64,

@@ -154,7 +154,7 @@ struct Startup {
     options: Vec<(String, String)>,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum Phase {
     /// Before STARTUP.
     Handshake,
@@ -166,7 +166,7 @@ enum Phase {
 }
 
 /// One end of a CQL connection.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Connection {
     role: Role,
     server_options: ServerOptions,

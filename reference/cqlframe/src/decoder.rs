@@ -14,7 +14,7 @@ pub enum Event<'a> {
 }
 
 /// Frame decoding and envelope assembly together: bytes in, events out.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Decoder {
     frames: FrameDecoder,
     envelopes: EnvelopeAssembler,

@@ -57,7 +57,7 @@ pub enum EncodeError {
 }
 
 /// Writes frames of one connection's settings.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct FrameEncoder {
     settings: FrameSettings,
     policy: SplitPolicy,

@@ -28,7 +28,7 @@ pub struct Frame<'a> {
 }
 
 /// Decodes a stream of frames of one format and payload checksum.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct FrameDecoder {
     settings: FrameSettings,
     /// Bytes of a frame that has not arrived whole yet.

@@ -8,6 +8,7 @@ use cqlframe::envelope::{envelope_bytes, Opcode, FLAG_USE_BETA};
 use cqlframe::header::FrameHeader;
 use cqlframe::{Format, FrameSettings};
 use cqlframe_fuzz::{settings, settings_bits, ChunkSpec};
+use cqlframe_harness::pcap::pcapng;
 use std::path::{Path, PathBuf};
 
 fn frames(s: FrameSettings, capacity: usize, envelopes: &[Vec<u8>]) -> Vec<u8> {
@@ -287,10 +288,50 @@ fn handshake_seeds(root: &Path) {
     );
 }
 
+/// `capture_read`: the golden session captures as pcap, and as pcapng in both byte orders.
+fn capture_seeds(root: &Path) {
+    let dir = target_dir(root, "capture_read");
+    let vectors = root.join("../../vectors/pcap");
+    for name in [
+        "session.v5-lz4",
+        "session.v5-startup-error",
+        "session.unframed-after-switch",
+    ] {
+        let pcap = std::fs::read(vectors.join(format!("{name}.pcap"))).unwrap();
+        let (linktype, packets) = pcapng::packets(&pcap).unwrap();
+        write(&dir, &format!("{name}.pcap"), &pcap);
+        for (big, order) in [(false, "le"), (true, "be")] {
+            let ng = pcapng::section(linktype, &packets, big);
+            write(&dir, &format!("{name}.{order}.pcapng"), &ng);
+        }
+    }
+}
+
+/// `server_input`: the golden sessions' client streams, through a few cases' servers, whole
+/// and in small reads.
+fn server_seeds(root: &Path) {
+    let dir = target_dir(root, "server_input");
+    let vectors = root.join("../../vectors/cases");
+    for name in ["session.v5-lz4", "session.v5-crc32c", "session.v4"] {
+        let stream = std::fs::read(vectors.join(format!("{name}.client.bin"))).unwrap();
+        for (case, chunking) in [
+            (0u8, ChunkSpec::encode(7, &[])),
+            (5, ChunkSpec::encode(0, &[3, 1])),
+        ] {
+            let mut v = vec![case];
+            v.extend_from_slice(&chunking);
+            v.extend_from_slice(&stream);
+            write(&dir, &format!("{name}.case{case}"), &v);
+        }
+    }
+}
+
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     decode_seeds(root);
     lz4_seeds(root);
     handshake_seeds(root);
+    capture_seeds(root);
+    server_seeds(root);
     println!("seeds written under {}", root.join("corpus/seed").display());
 }

@@ -14,7 +14,7 @@ use crate::pcap::tcp::{self, Direction};
 use analyzer::{Analyzer, C2S, S2C};
 pub use analyzer::{ConnSummary, DirSummary, Violation};
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// Client endpoint, server endpoint.
 type Key = (Addr, u16, Addr, u16);
@@ -32,6 +32,9 @@ pub struct Totals {
     pub cql_segments: u64,
     pub ip_fragments_skipped: u64,
     pub malformed_packets: u64,
+    /// Packets on link types the reader does not decode: whatever they carry goes unchecked.
+    pub unsupported_link_packets: u64,
+    pub unsupported_link_types: BTreeSet<u32>,
     pub connections: usize,
     pub violations: u64,
     pub findings: u64,
@@ -76,6 +79,11 @@ impl Checker {
             }
             Err(Skip::Malformed) => {
                 self.totals.malformed_packets += 1;
+                return;
+            }
+            Err(Skip::LinkType) => {
+                self.totals.unsupported_link_packets += 1;
+                self.totals.unsupported_link_types.insert(linktype);
                 return;
             }
             Err(Skip::Other) => return,

@@ -8,6 +8,7 @@
 pub mod cases;
 pub mod client;
 pub mod frames;
+pub mod limits;
 pub mod report;
 pub mod runner;
 pub mod server;

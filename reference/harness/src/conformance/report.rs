@@ -7,6 +7,7 @@ use cqlframe::format::Format;
 use cqlframe::frame_decoder::Frame;
 use serde_json::json;
 use std::fmt::Write as _;
+use std::io::Write;
 use std::path::Path;
 
 pub struct Run<'a> {
@@ -89,12 +90,13 @@ pub fn console(run: &Run) -> String {
 
 /// Prints the matrix, writes every report under `dir`, and says where they are.
 pub fn publish(run: &Run, dir: &Path) -> std::io::Result<()> {
-    println!("{}", console(run));
+    writeln!(std::io::stdout(), "{}", console(run))?;
     write_all(run, dir)?;
-    println!(
+    writeln!(
+        std::io::stdout(),
         "reports: {0}/index.html, {0}/report.json, {0}/junit.xml",
         dir.display()
-    );
+    )?;
     Ok(())
 }
 

@@ -6,6 +6,7 @@
 
 use super::cases::ServerScript;
 use super::frames::{self, Layout, OutFrame};
+use super::limits::Limits;
 use crate::cql::{self as cql, Route};
 use crate::rules::{Direction, Judge, Tally};
 use cqlframe::body;
@@ -20,13 +21,14 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Largest envelope body the server accepts (RECV-12).
-const MAX_BODY: u32 = 256 << 20;
+/// Largest envelope body the server accepts (RECV-12): far above any case's (a 200 KB blob),
+/// and what bounds each open connection's envelope assembly (see [`Limits`]).
+const MAX_BODY: u32 = 16 << 20;
 /// Wire-log lines kept per connection.
 const LOG_LIMIT: usize = 400;
 
@@ -100,6 +102,8 @@ pub struct Observations {
     pub fault_not_applicable: Option<String>,
     /// `insert-large`: blob sizes received and whether each equalled the pattern.
     pub inserts: Vec<(usize, bool)>,
+    /// Connections closed on accept: [`Limits`] reached.
+    pub refused_connections: u32,
 }
 
 struct Shared {
@@ -110,9 +114,53 @@ struct Shared {
     fault_used: AtomicBool,
     prepared: Mutex<HashMap<Vec<u8>, String>>,
     stop: AtomicBool,
+    limits: Limits,
+    /// Connections open now.
+    open: AtomicUsize,
+    /// Bytes read and written so far, all kept for the capture.
+    held: AtomicUsize,
 }
 
 impl Shared {
+    fn new(script: ServerScript, port: u16, limits: Limits) -> Shared {
+        Shared {
+            start: Instant::now(),
+            script,
+            port,
+            obs: Mutex::new(Observations::default()),
+            fault_used: AtomicBool::new(false),
+            prepared: Mutex::new(HashMap::new()),
+            stop: AtomicBool::new(false),
+            limits,
+            open: AtomicUsize::new(0),
+            held: AtomicUsize::new(0),
+        }
+    }
+
+    /// Counts `n` more bytes held; false once the total is past the cap.
+    fn hold(&self, n: usize) -> bool {
+        self.held.fetch_add(n, Ordering::SeqCst) + n <= self.limits.held_bytes
+    }
+
+    /// Whether a new connection is taken on, or closed on accept.
+    fn room(&self) -> bool {
+        self.open.load(Ordering::SeqCst) < self.limits.connections
+            && self.held.load(Ordering::SeqCst) <= self.limits.held_bytes
+    }
+
+    /// A new connection's record; its id.
+    fn open_conn(&self, client_port: u16) -> usize {
+        let mut obs = self.obs.lock().unwrap();
+        let id = obs.connections.len();
+        obs.connections.push(ConnRecord {
+            id,
+            opened_ms: self.ms(),
+            client_port,
+            ..Default::default()
+        });
+        id
+    }
+
     fn ms(&self) -> f64 {
         self.start.elapsed().as_secs_f64() * 1000.0
     }
@@ -143,37 +191,32 @@ pub struct Server {
 
 impl Server {
     pub fn start(script: ServerScript, port: u16) -> std::io::Result<Server> {
+        Server::start_with(script, port, Limits::DEFAULT)
+    }
+
+    pub fn start_with(script: ServerScript, port: u16, limits: Limits) -> std::io::Result<Server> {
         let listener = TcpListener::bind(("127.0.0.1", port))?;
         listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
-        let shared = Arc::new(Shared {
-            start: Instant::now(),
-            script,
-            port,
-            obs: Mutex::new(Observations::default()),
-            fault_used: AtomicBool::new(false),
-            prepared: Mutex::new(HashMap::new()),
-            stop: AtomicBool::new(false),
-        });
+        let shared = Arc::new(Shared::new(script, port, limits));
         let s = shared.clone();
         let acceptor = std::thread::spawn(move || {
-            let mut handles = Vec::new();
+            let mut handles: Vec<JoinHandle<()>> = Vec::new();
             while !s.stop.load(Ordering::Relaxed) {
                 match listener.accept() {
+                    Ok((stream, _)) if !s.room() => {
+                        s.obs.lock().unwrap().refused_connections += 1;
+                        let _ = stream.shutdown(Shutdown::Write);
+                    }
                     Ok((stream, peer)) => {
-                        let id = {
-                            let mut obs = s.obs.lock().unwrap();
-                            let id = obs.connections.len();
-                            obs.connections.push(ConnRecord {
-                                id,
-                                opened_ms: s.ms(),
-                                client_port: peer.port(),
-                                ..Default::default()
-                            });
-                            id
-                        };
+                        handles.retain(|h| !h.is_finished());
+                        let id = s.open_conn(peer.port());
+                        s.open.fetch_add(1, Ordering::SeqCst);
                         let s2 = s.clone();
-                        handles.push(std::thread::spawn(move || serve(s2, id, stream)));
+                        handles.push(std::thread::spawn(move || {
+                            serve(s2.clone(), id, stream);
+                            s2.open.fetch_sub(1, Ordering::SeqCst);
+                        }));
                     }
                     Err(e) if e.kind() == IoKind::WouldBlock => {
                         std::thread::sleep(Duration::from_millis(5))
@@ -238,28 +281,9 @@ struct Conn {
 fn serve(shared: Arc<Shared>, id: usize, stream: TcpStream) {
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
-    let mut c = Conn {
-        id,
-        shared: shared.clone(),
-        stream,
-        conn: Connection::server(
-            shared.script.server_options(),
-            MAX_BODY,
-            SplitPolicy::SERVER,
-        ),
-        first: Some(Vec::new()),
-        keyspace: None,
-        layout: None,
-        mirror: None,
-        mirror_failed: false,
-        sent: 0,
-        fault_at: None,
-        closed: false,
-        judge: Judge::for_node(shared.script.server_options(), MAX_BODY),
-        version: 0,
-        pending: Vec::new(),
-    };
+    let mut c = Conn::new(shared.clone(), id, stream);
     let mut buf = vec![0u8; 64 * 1024];
+    let mut last_read = Instant::now();
     let closed_by = loop {
         if c.closed {
             break "server";
@@ -269,17 +293,32 @@ fn serve(shared: Arc<Shared>, id: usize, stream: TcpStream) {
         }
         match c.stream.read(&mut buf) {
             Ok(0) => {
-                c.judge_end();
-                if let Err(e) = c.conn.finish() {
-                    c.client_error(&e);
-                }
+                c.end_of_input();
                 break "client";
             }
             Ok(n) => {
-                shared.with_conn(id, |r| r.record(true, &buf[..n]));
-                c.input(&buf[..n])
+                last_read = Instant::now();
+                if !shared.hold(n) {
+                    let cap = shared.limits.held_bytes;
+                    let note = format!("the server holds more than {cap} bytes: closing");
+                    shared.log(id, "note", note);
+                    break "server (memory cap)";
+                }
+                let sent = c.sent;
+                c.read(&buf[..n]);
+                shared.hold((c.sent - sent) as usize);
             }
-            Err(e) if matches!(e.kind(), IoKind::WouldBlock | IoKind::TimedOut) => {}
+            Err(e) if matches!(e.kind(), IoKind::WouldBlock | IoKind::TimedOut) => {
+                if last_read.elapsed() >= shared.limits.idle {
+                    let idle = shared.limits.idle;
+                    shared.log(
+                        id,
+                        "note",
+                        format!("nothing received for {idle:?}: closing"),
+                    );
+                    break "server (idle)";
+                }
+            }
             Err(_) => break "client (reset)",
         }
     };
@@ -290,6 +329,64 @@ fn serve(shared: Arc<Shared>, id: usize, stream: TcpStream) {
         r.closed_by = Some(closed_by.to_string());
     });
     shared.log(id, "note", format!("connection closed by {closed_by}"));
+}
+
+/// The server's handling of one connection's bytes without the listener: `reads` as the
+/// successive reads of a connection, then the end of its stream. Responses are written to
+/// `sink`, a connected socket the caller drains. The fuzz target's way in.
+pub fn replay(script: ServerScript, sink: TcpStream, reads: &[&[u8]]) -> Observations {
+    let shared = Arc::new(Shared::new(script, 0, Limits::DEFAULT));
+    let id = shared.open_conn(0);
+    let mut c = Conn::new(shared.clone(), id, sink);
+    for bytes in reads {
+        if c.closed {
+            break;
+        }
+        c.read(bytes);
+    }
+    if !c.closed {
+        c.end_of_input();
+    }
+    drop(c);
+    let obs = std::mem::take(&mut *shared.obs.lock().unwrap());
+    obs
+}
+
+impl Conn {
+    fn new(shared: Arc<Shared>, id: usize, stream: TcpStream) -> Conn {
+        let options = shared.script.server_options();
+        Conn {
+            id,
+            shared,
+            stream,
+            conn: Connection::server(options.clone(), MAX_BODY, SplitPolicy::SERVER),
+            first: Some(Vec::new()),
+            keyspace: None,
+            layout: None,
+            mirror: None,
+            mirror_failed: false,
+            sent: 0,
+            fault_at: None,
+            closed: false,
+            judge: Judge::for_node(options, MAX_BODY),
+            version: 0,
+            pending: Vec::new(),
+        }
+    }
+
+    /// One read's bytes: recorded for the capture, then handled.
+    fn read(&mut self, bytes: &[u8]) {
+        self.shared.with_conn(self.id, |r| r.record(true, bytes));
+        self.input(bytes);
+    }
+
+    /// The client closed its direction (RECV-9).
+    fn end_of_input(&mut self) {
+        self.judge_end();
+        if let Err(e) = self.conn.finish() {
+            self.client_error(&e);
+        }
+    }
 }
 
 impl Conn {
@@ -520,7 +617,12 @@ impl Conn {
             // Protocol v4 envelope compression: [int] length, then an LZ4 block.
             if body.len() >= 4 {
                 let n = u32::from_be_bytes([body[0], body[1], body[2], body[3]]) as usize;
-                body = lz4_flex::block::decompress(&body[4..], n).unwrap_or_default();
+                // lz4_flex reserves the declared length first: past the limit it is not tried.
+                body = if n <= MAX_BODY as usize {
+                    lz4_flex::block::decompress(&body[4..], n).unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
             }
         }
         let summary = describe_request(op, &body);

@@ -3,6 +3,7 @@
 //! ([`read`]) and reassembles each TCP direction ([`tcp`]).
 
 pub mod generate;
+pub mod pcapng;
 pub mod read;
 pub mod session;
 pub mod tcp;

@@ -32,7 +32,17 @@ enum Format {
     PcapNg,
 }
 
+/// Largest packet record read: Wireshark's limit for the link types read here
+/// (`WTAP_MAX_PACKET_SIZE_STANDARD`); tshark calls a capture with a larger record corrupt too.
+pub const MAX_PACKET: usize = 256 << 10;
+/// Largest pcapng packet block: the packet, the block's fixed fields and 64 KiB of options.
+const MAX_PACKET_BLOCK: usize = MAX_PACKET + 32 + (64 << 10);
+
 /// Reads packets one at a time from a pcap or pcapng stream.
+///
+/// Memory: one buffer of at most [`BUFFER`] bytes, whatever a record claims (no packet block
+/// is larger); pcapng blocks that carry no packet are skipped without being held. A capture that ends inside a record or block, or
+/// whose blocks contradict themselves, is an error naming the byte offset, never a clean end.
 pub struct Reader<R> {
     inner: R,
     buf: Vec<u8>,
@@ -48,7 +58,11 @@ pub struct Reader<R> {
     ng_linktypes: Vec<u32>,
 }
 
-const CHUNK: usize = 1 << 20;
+/// The buffer starts at this and doubles with each read up to [`BUFFER`].
+const FIRST_READ: usize = 64 << 10;
+/// The largest buffer: large reads keep a large capture cheap to read.
+const BUFFER: usize = 4 << 20;
+const _: () = assert!(MAX_PACKET_BLOCK <= BUFFER, "a packet block fits the buffer");
 
 fn u16_at(b: &[u8], at: usize, big: bool) -> u16 {
     let v = [b[at], b[at + 1]];
@@ -68,12 +82,21 @@ fn u32_at(b: &[u8], at: usize, big: bool) -> u32 {
     }
 }
 
+/// The message of a capture cut short: a `what` starting at byte `at` claims `claimed` bytes
+/// and the file ends `have` bytes into it.
+fn cut(what: &str, at: u64, claimed: usize, have: u64) -> String {
+    format!(
+        "capture cut short at byte {}: the {what} at byte {at} claims {claimed} bytes, the file ends {have} bytes into it",
+        at + have
+    )
+}
+
 impl<R: Read> Reader<R> {
     /// Reads the file header and recognises the format.
     pub fn new(inner: R) -> Result<Self, String> {
         let mut r = Reader {
             inner,
-            buf: vec![0; 4 * CHUNK],
+            buf: vec![0; FIRST_READ],
             pos: 0,
             end: 0,
             eof: false,
@@ -87,7 +110,10 @@ impl<R: Read> Reader<R> {
             ng_linktypes: Vec::new(),
         };
         if !r.fill(24)? {
-            return Err("not a capture: shorter than a pcap file header".into());
+            return Err(format!(
+                "not a capture: {} bytes, shorter than a pcap file header",
+                r.end
+            ));
         }
         let head = &r.buf[r.pos..r.pos + 24];
         let magic = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
@@ -118,7 +144,8 @@ impl<R: Read> Reader<R> {
         self.consumed += n as u64;
     }
 
-    /// Makes at least `n` unread bytes available; false at the end of the input.
+    /// Makes at least `n` unread bytes available (`n` is at most a packet block); false if the
+    /// input ends first.
     fn fill(&mut self, n: usize) -> Result<bool, String> {
         while self.end - self.pos < n {
             if self.eof {
@@ -129,23 +156,30 @@ impl<R: Read> Reader<R> {
                 self.end -= self.pos;
                 self.pos = 0;
             }
-            if self.buf.len() < n.max(CHUNK) + CHUNK {
-                self.buf.resize(n.max(CHUNK) + CHUNK, 0);
+            if self.buf.len() < BUFFER {
+                let grown = (2 * self.buf.len()).max(n).min(BUFFER);
+                self.buf.resize(grown, 0);
             }
-            let got = self
-                .inner
-                .read(&mut self.buf[self.end..])
-                .map_err(|e| format!("read: {e}"))?;
-            if got == 0 {
-                self.eof = true;
+            match self.inner.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(got) => self.end += got,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("read: {e}")),
             }
-            self.end += got;
         }
         Ok(true)
     }
 
-    /// The next packet, or `None` at the end of the capture. A capture cut short inside a
-    /// record ends it (tcpdump killed mid-write leaves such files).
+    /// The end of the input where a `what` of `claimed` bytes would start: a clean end if no
+    /// byte of it is there, a cut otherwise.
+    fn end_or_cut<T>(&self, what: &str, claimed: usize) -> Result<Option<T>, String> {
+        match self.end - self.pos {
+            0 => Ok(None),
+            have => Err(cut(what, self.consumed, claimed, have as u64)),
+        }
+    }
+
+    /// The next packet, or `None` at the end of the capture.
     pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, String> {
         match self.format {
             Format::Pcap {
@@ -153,17 +187,22 @@ impl<R: Read> Reader<R> {
                 linktype,
             } => {
                 if !self.fill(16)? {
-                    return Ok(None);
+                    return self.end_or_cut("pcap record header", 16);
                 }
                 let incl = u32_at(&self.buf, self.pos + 8, big_endian) as usize;
-                if incl > 1 << 28 {
+                if incl > MAX_PACKET {
                     return Err(format!(
-                        "corrupt pcap record of {incl} bytes at file offset {}",
+                        "corrupt pcap record at byte {}: it claims {incl} captured bytes, more than {MAX_PACKET}",
                         self.consumed
                     ));
                 }
                 if !self.fill(16 + incl)? {
-                    return Ok(None);
+                    return Err(cut(
+                        "pcap record",
+                        self.consumed,
+                        16 + incl,
+                        (self.end - self.pos) as u64,
+                    ));
                 }
                 let start = self.pos + 16;
                 self.advance(16 + incl);
@@ -178,11 +217,50 @@ impl<R: Read> Reader<R> {
         }
     }
 
+    /// Discards the `len` bytes of the block at byte `at` (the next unread byte) without
+    /// holding them, and checks its trailing length.
+    fn skip_block(&mut self, at: u64, len: usize, big_endian: bool) -> Result<(), String> {
+        let mut left = len - 4;
+        while left > 0 {
+            if !self.fill(1)? {
+                return Err(cut("pcapng block", at, len, self.consumed - at));
+            }
+            let n = left.min(self.end - self.pos);
+            self.advance(n);
+            left -= n;
+        }
+        if !self.fill(4)? {
+            let have = self.consumed - at + (self.end - self.pos) as u64;
+            return Err(cut("pcapng block", at, len, have));
+        }
+        self.trailer(at, len, self.pos, big_endian)?;
+        self.advance(4);
+        Ok(())
+    }
+
+    /// A block ends with its length again: a mismatch is corruption or a byte-order mix-up.
+    fn trailer(
+        &self,
+        at: u64,
+        len: usize,
+        trailer_pos: usize,
+        big_endian: bool,
+    ) -> Result<(), String> {
+        let trailing = u32_at(&self.buf, trailer_pos, big_endian) as usize;
+        if trailing != len {
+            return Err(format!(
+                "corrupt pcapng block at byte {at}: it starts with length {len} and ends with {trailing}"
+            ));
+        }
+        Ok(())
+    }
+
     fn next_pcapng(&mut self) -> Result<Option<Packet<'_>>, String> {
         loop {
             if !self.fill(12)? {
-                return Ok(None);
+                return self.end_or_cut("pcapng block header", 12);
             }
+            let at = self.consumed;
             let b = &self.buf[self.pos..self.end];
             let mut big_endian = self.ng_big_endian;
             if u32::from_le_bytes([b[0], b[1], b[2], b[3]]) == 0x0a0d_0d0a {
@@ -190,53 +268,83 @@ impl<R: Read> Reader<R> {
                 big_endian = match u32::from_le_bytes([b[8], b[9], b[10], b[11]]) {
                     0x1a2b_3c4d => false,
                     0x4d3c_2b1a => true,
-                    m => return Err(format!("pcapng: bad byte-order magic {m:#010x}")),
+                    m => {
+                        return Err(format!(
+                            "corrupt pcapng section header at byte {at}: byte-order magic {m:#010x}"
+                        ))
+                    }
                 };
                 self.ng_big_endian = big_endian;
                 self.ng_linktypes.clear();
             }
             let block_type = u32_at(b, 0, big_endian);
             let len = u32_at(b, 4, big_endian) as usize;
-            if len < 12 || !len.is_multiple_of(4) || len > 1 << 28 {
+            let packet_block = matches!(block_type, 2 | 3 | 6);
+            if len < 12 || !len.is_multiple_of(4) || (packet_block && len > MAX_PACKET_BLOCK) {
                 return Err(format!(
-                    "pcapng: corrupt block of {len} bytes at file offset {}",
-                    self.consumed
+                    "corrupt pcapng block at byte {at}: type {block_type:#x} of {len} bytes"
                 ));
             }
-            if !self.fill(len)? {
-                return Ok(None);
+            if !packet_block {
+                // Only an interface's link type matters here; the rest is skipped unheld.
+                if block_type == 1 {
+                    if len < 20 {
+                        return Err(format!(
+                            "corrupt pcapng interface block at byte {at}: {len} bytes"
+                        ));
+                    }
+                    if !self.fill(16)? {
+                        let have = (self.end - self.pos) as u64;
+                        return Err(cut("pcapng interface block", at, len, have));
+                    }
+                    let linktype = u32::from(u16_at(&self.buf, self.pos + 8, big_endian));
+                    self.ng_linktypes.push(linktype);
+                }
+                self.skip_block(at, len, big_endian)?;
+                continue;
             }
+            if !self.fill(len)? {
+                return Err(cut("pcapng block", at, len, (self.end - self.pos) as u64));
+            }
+            self.trailer(at, len, self.pos + len - 4, big_endian)?;
             let start = self.pos;
             self.advance(len);
             let b = &self.buf[start..start + len];
             let body_end = len - 4;
             let (interface, caplen, data_at) = match block_type {
-                // Interface description: remember its link type.
-                1 => {
-                    self.ng_linktypes.push(u32::from(u16_at(b, 8, big_endian)));
-                    continue;
-                }
                 // Enhanced packet.
                 6 if len >= 32 => (
                     u32_at(b, 8, big_endian) as usize,
                     u32_at(b, 20, big_endian) as usize,
                     28,
                 ),
-                // Simple packet: interface 0, captured length bounded by the block.
-                3 if len >= 16 => (0, u32_at(b, 8, big_endian) as usize, 12),
+                // Simple packet: interface 0, captured length the original one cut to the block.
+                3 if len >= 16 => (
+                    0,
+                    (u32_at(b, 8, big_endian) as usize).min(body_end - 12),
+                    12,
+                ),
                 // Obsolete packet block.
                 2 if len >= 32 => (
                     usize::from(u16_at(b, 8, big_endian)),
                     u32_at(b, 20, big_endian) as usize,
                     28,
                 ),
-                _ => continue,
+                _ => {
+                    return Err(format!(
+                        "corrupt pcapng packet block at byte {at}: type {block_type} of {len} bytes"
+                    ))
+                }
             };
-            let caplen = caplen.min(body_end.saturating_sub(data_at));
-            let linktype = *self
-                .ng_linktypes
-                .get(interface)
-                .ok_or_else(|| format!("pcapng: packet on undeclared interface {interface}"))?;
+            if caplen > body_end - data_at {
+                return Err(format!(
+                    "corrupt pcapng packet block at byte {at}: it claims {caplen} captured bytes and holds {}",
+                    body_end - data_at
+                ));
+            }
+            let linktype = *self.ng_linktypes.get(interface).ok_or_else(|| {
+                format!("pcapng: packet block at byte {at} on undeclared interface {interface}")
+            })?;
             self.number += 1;
             return Ok(Some(Packet {
                 number: self.number,
@@ -285,8 +393,10 @@ pub struct Segment<'a> {
 
 /// Why a packet yields no segment worth counting.
 pub enum Skip {
-    /// Not TCP, or not IP, or an unknown link type: not our business.
+    /// Not TCP, or not IP: not our business.
     Other,
+    /// A link type this reader does not decode: whatever it carries goes unchecked.
+    LinkType,
     /// An IP fragment: its TCP header may be elsewhere.
     Fragment,
     /// Too short for the headers it announces.
@@ -314,7 +424,7 @@ pub fn segment(linktype: u32, data: &[u8]) -> Result<Segment<'_>, Skip> {
         LINKTYPE_LINUX_SLL2 => data.get(20..).ok_or(Skip::Malformed)?,
         LINKTYPE_RAW | LINKTYPE_IPV4 | LINKTYPE_IPV6 | 12 | 14 => data,
         LINKTYPE_NULL | LINKTYPE_LOOP => data.get(4..).ok_or(Skip::Malformed)?,
-        _ => return Err(Skip::Other),
+        _ => return Err(Skip::LinkType),
     };
     let version = ip.first().ok_or(Skip::Malformed)? >> 4;
     let (src, dst, tcp, declared) = match version {
@@ -412,3 +522,6 @@ pub fn segment(linktype: u32, data: &[u8]) -> Result<Segment<'_>, Skip> {
         payload,
     })
 }
+
+#[cfg(test)]
+mod tests;

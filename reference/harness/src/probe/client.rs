@@ -44,6 +44,9 @@ pub struct Probe {
 #[derive(Debug)]
 pub enum Wait {
     Timeout,
+    /// The time ran out inside a frame or envelope the server had begun: what a receiver
+    /// would report were the stream to end there.
+    Stalled(String),
     Closed,
     /// The server's bytes broke a rule (the client's receiver says which).
     Framing(String),
@@ -54,6 +57,7 @@ impl std::fmt::Display for Wait {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Wait::Timeout => write!(f, "no answer (timeout)"),
+            Wait::Stalled(e) => write!(f, "no answer (timeout) inside a partial frame: {e}"),
             Wait::Closed => write!(f, "the server closed the connection"),
             Wait::Framing(e) => write!(f, "framing error in the server's bytes: {e}"),
             Wait::Io(e) => write!(f, "socket error: {e}"),
@@ -117,6 +121,12 @@ impl Probe {
                 }
             }
             if start.elapsed() > self.timeout {
+                if !self.raw.is_empty() {
+                    return Err(Wait::Stalled(format!(
+                        "{} bytes of an unframed envelope received",
+                        self.raw.len()
+                    )));
+                }
                 return Err(Wait::Timeout);
             }
             match self.stream.read(&mut buf) {
@@ -257,6 +267,11 @@ impl Probe {
             }
             if start.elapsed() > self.timeout {
                 self.note("note", "timeout");
+                // Bytes begun and not finished are what finishing the stream here reports.
+                if let Err(e) = self.conn.clone().finish() {
+                    self.note("note", format!("inside a partial frame: {e}"));
+                    return Err(Wait::Stalled(e.to_string()));
+                }
                 return Err(Wait::Timeout);
             }
             let n = match self.stream.read(&mut buf) {

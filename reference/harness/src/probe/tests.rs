@@ -71,3 +71,74 @@ fn every_catalogue_case_has_its_code_and_back() {
     }
     assert_eq!(catalogue.len(), super::cases::RUNS.len());
 }
+
+/// A server that answers the handshake (v5, uncompressed, CRC32), then writes only the first
+/// `cut` bytes of the framed answer to the next request and stalls.
+fn stalling_server(cut: usize) -> (u16, std::thread::JoinHandle<()>) {
+    use cqlframe::body;
+    use cqlframe::encoder::{FrameEncoder, SplitPolicy};
+    use cqlframe::envelope::{envelope_bytes, Opcode};
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let handle = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().expect("accept");
+        let mut request = || {
+            let mut h = [0u8; 9];
+            s.read_exact(&mut h).expect("header");
+            let len = u32::from_be_bytes(h[5..9].try_into().unwrap()) as usize;
+            let mut body = vec![0u8; len];
+            s.read_exact(&mut body).expect("body");
+            (
+                i16::from_be_bytes([h[2], h[3]]),
+                s.try_clone().expect("clone"),
+            )
+        };
+        let (stream, mut w) = request();
+        let options = body::string_multimap::<&str, &str>(&[]);
+        w.write_all(&envelope_bytes(
+            0x85,
+            0,
+            stream,
+            Opcode::Supported,
+            &options,
+        ))
+        .expect("SUPPORTED");
+        let (stream, mut w) = request();
+        w.write_all(&envelope_bytes(0x85, 0, stream, Opcode::Ready, &[]))
+            .expect("READY");
+        let mut frame_header = [0u8; 6];
+        w.read_exact(&mut frame_header).expect("framed request");
+        let answer = envelope_bytes(0x85, 0, 1, Opcode::Result, &[0, 0, 0, 1]);
+        let mut frames = Vec::new();
+        FrameEncoder::new(Default::default(), SplitPolicy::SERVER)
+            .write_envelopes([&answer[..]], &mut frames);
+        w.write_all(&frames[..cut]).expect("partial frame");
+        // Stalls until the probe gives up and closes.
+        while matches!(w.read(&mut [0u8; 64]), Ok(n) if n > 0) {}
+    });
+    (port, handle)
+}
+
+#[test]
+fn a_server_stalling_inside_a_frame_is_reported_with_the_partial_frame() {
+    use super::client::{query_body, Probe, Wait};
+    use cqlframe::envelope::Opcode;
+    for cut in [3, 10] {
+        let (port, server) = stalling_server(cut);
+        let target = format!("127.0.0.1:{port}");
+        let mut probe = Probe::connect(&target, 5, Duration::from_millis(400)).expect("connect");
+        probe
+            .handshake(&[("CQL_VERSION", "3.0.0")])
+            .expect("handshake");
+        match probe.call(Opcode::Query, &query_body("SELECT 1")) {
+            Err(Wait::Stalled(e)) => assert!(
+                e.contains("stream ends inside") && e.contains("more bytes needed"),
+                "cut {cut}: {e}"
+            ),
+            other => panic!("cut {cut}: {:?}", other.map(|(h, _)| h)),
+        }
+        drop(probe);
+        server.join().expect("server");
+    }
+}

@@ -1,0 +1,52 @@
+//! `cqlframe conformance server` prints what it saw when it is stopped by SIGTERM, as its help
+//! says (issue 18).
+
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+#[test]
+fn sigterm_prints_the_observations() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cqlframe"))
+        .current_dir(&root)
+        .args(["conformance", "server", "--case", "handshake.uncompressed"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    out.read_line(&mut first).expect("first line");
+    let port: u16 = first
+        .trim()
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("listening line: {first:?}"));
+    // An unframed v5 OPTIONS, answered by SUPPORTED.
+    let mut client = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    client
+        .write_all(&[5, 0, 0, 1, 5, 0, 0, 0, 0])
+        .expect("OPTIONS");
+    let mut answer = [0u8; 9];
+    client.read_exact(&mut answer).expect("SUPPORTED");
+    assert_eq!(answer[4], 6, "SUPPORTED opcode");
+    // SAFETY: sending a signal to our own child.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).expect("rest of stdout");
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+    let json = &rest[rest.find('{').expect("observations")..];
+    let obs: serde_json::Value = serde_json::from_str(json).expect("observations are JSON");
+    let conn = &obs["connections"][0];
+    assert_eq!(conn["client_port"], client.local_addr().unwrap().port());
+    assert!(conn["log"].to_string().contains("OPTIONS"), "{conn}");
+}

@@ -1,0 +1,238 @@
+//! The `cqlframe` binary on hostile inputs and a closed output pipe (issue 18): a clean
+//! failure (no panic, no exit 101, a message naming the byte offset) and bounded memory, the
+//! peak resident set of the child process measured by GNU time.
+
+#![cfg(unix)]
+
+use std::io::{Read, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn cqlframe() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cqlframe"));
+    c.current_dir(root());
+    c
+}
+
+/// Held while a child is spawned: a child forked by another test before its exec holds copies
+/// of this process's pipe ends, and would keep a pipe this test closed open for a moment.
+static SPAWN: Mutex<()> = Mutex::new(());
+
+/// Exit status, peak resident set in bytes, stdout and stderr of `cqlframe` with the arguments
+/// `args` adds, fed by `feed`. The peak is GNU time's (`/usr/bin/time`, package `time`): the
+/// child's own, where `wait4` here would count this test process's peak in.
+fn run(
+    args: impl FnOnce(&mut Command),
+    feed: impl FnOnce(&mut dyn Write) -> std::io::Result<()> + Send + 'static,
+) -> (ExitStatus, u64, String, String) {
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let n = RUNS.fetch_add(1, Ordering::SeqCst);
+    let rss = std::env::temp_dir().join(format!("cqlframe-{}-rss-{n}", std::process::id()));
+    let mut cmd = Command::new("/usr/bin/time");
+    cmd.args(["-f", "%M", "-o"])
+        .arg(&rss)
+        .arg(env!("CARGO_BIN_EXE_cqlframe"))
+        .current_dir(root());
+    args(&mut cmd);
+    let guard = SPAWN.lock().unwrap();
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("/usr/bin/time (Debian package time) runs cqlframe");
+    drop(guard);
+    let mut input = child.stdin.take().expect("stdin");
+    let feeder = std::thread::spawn(move || {
+        let _ = feed(&mut input);
+    });
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let errors = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut out = Vec::new();
+    stdout.read_to_end(&mut out).expect("stdout");
+    let status = child.wait().expect("wait");
+    let _ = feeder.join();
+    let err = errors.join().expect("stderr");
+    let report = std::fs::read_to_string(&rss).expect("time's report");
+    let _ = std::fs::remove_file(&rss);
+    let kib: u64 = report
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("time's report: {report:?}"));
+    (
+        status,
+        kib * 1024,
+        String::from_utf8_lossy(&out).into(),
+        err,
+    )
+}
+
+const MIB: u64 = 1 << 20;
+
+#[test]
+fn every_listing_ends_quietly_on_a_closed_pipe() {
+    for args in [
+        &[
+            "decode",
+            "--json",
+            "vectors/cases/uncompressed.crc32.length-131071.bin",
+        ][..],
+        &[
+            "decode",
+            "vectors/cases/uncompressed.crc32.length-131071.bin",
+        ],
+        &["conformance", "list"],
+        &["probe", "--list"],
+        &["check", "vectors/pcap/session.v5-lz4.pcap"],
+        &["crc", "--algorithm", "crc32", "--hex", "00"],
+    ] {
+        let guard = SPAWN.lock().unwrap();
+        let mut child = cqlframe()
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        // The reader goes away before the first byte is written.
+        drop(child.stdout.take());
+        drop(guard);
+        let out = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGPIPE),
+            "{args:?}: {:?} {stderr}",
+            out.status
+        );
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}
+
+/// A classic pcap header (microseconds, little-endian) of `linktype`.
+fn pcap_header(linktype: u32) -> Vec<u8> {
+    let mut f = 0xa1b2_c3d4u32.to_le_bytes().to_vec();
+    f.extend_from_slice(&[2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    f.extend_from_slice(&65535u32.to_le_bytes());
+    f.extend_from_slice(&linktype.to_le_bytes());
+    f
+}
+
+fn check_file(name: &str, bytes: &[u8]) -> (ExitStatus, u64, String, String) {
+    let path = std::env::temp_dir().join(format!("cqlframe-{}-{name}", std::process::id()));
+    std::fs::write(&path, bytes).expect("write capture");
+    let result = run(
+        |c| {
+            c.arg("check").arg(&path);
+        },
+        |_| Ok(()),
+    );
+    let _ = std::fs::remove_file(path);
+    result
+}
+
+#[test]
+fn check_reports_a_record_cut_by_the_end_of_the_file_without_allocating_its_claim() {
+    // Issue 18's reproducer: 140 bytes claiming a 200 MB record.
+    let mut f = pcap_header(1);
+    for v in [0u32, 0, 200_000_000, 200_000_000] {
+        f.extend_from_slice(&v.to_le_bytes());
+    }
+    f.extend_from_slice(&[0; 100]);
+    let (status, peak, _, err) = check_file("claim.pcap", &f);
+    assert_eq!(status.code(), Some(3), "{err}");
+    assert!(err.contains("at byte 24"), "{err}");
+    assert!(peak < 32 * MIB, "peak {peak}");
+    // `head -c 200` of a vector capture.
+    let whole = std::fs::read(root().join("vectors/pcap/session.v5-lz4.pcap")).expect("vector");
+    let (status, _, out, err) = check_file("head.pcap", &whole[..200]);
+    assert_eq!(status.code(), Some(3), "{out}{err}");
+    assert!(err.contains("cut short at byte 200"), "{err}");
+    assert!(
+        out.contains("1 CQL connections"),
+        "what came before is reported: {out}"
+    );
+}
+
+#[test]
+fn check_warns_of_packets_on_link_types_it_does_not_decode() {
+    let whole = std::fs::read(root().join("vectors/pcap/session.v5-lz4.pcap")).expect("vector");
+    let mut f = pcap_header(147);
+    f.extend_from_slice(&whole[24..]);
+    let (status, _, out, err) = check_file("linktype.pcap", &f);
+    assert!(err.contains("link types {147}"), "{err}");
+    assert!(err.contains("nothing checked"), "{err}");
+    assert_eq!(status.code(), Some(3), "{out}{err}");
+}
+
+#[test]
+fn check_memory_stays_flat_on_a_large_capture() {
+    let path = std::env::temp_dir().join(format!("cqlframe-{}-large.pcap", std::process::id()));
+    let generate = |c: &mut Command| {
+        c.args(["check", "--generate"])
+            .arg(&path)
+            .args(["--megabytes", "96", "--from"])
+            .arg("vectors/pcap/session.v5-lz4.pcap,vectors/pcap/session.v5-crc32c.pcap");
+    };
+    let (status, _, _, err) = run(generate, |_| Ok(()));
+    assert!(status.success(), "{err}");
+    let check = |c: &mut Command| {
+        c.args(["check", "--quiet", "--no-progress"]).arg(&path);
+    };
+    let (status, peak, out, err) = run(check, |_| Ok(()));
+    let _ = std::fs::remove_file(&path);
+    assert!(status.success(), "{out}{err}");
+    assert!(peak < 32 * MIB, "96 MiB capture, peak {peak}");
+}
+
+#[test]
+fn decode_reads_no_further_than_the_first_error() {
+    // 256 MiB that break RECV-1 at byte 0: only the first chunk is read.
+    let decode = |c: &mut Command| {
+        c.args(["decode", "-"]);
+    };
+    let (status, peak, out, _) = run(decode, |w| {
+        let mut chunk = vec![0u8; 1 << 20];
+        for i in 0..256u32 {
+            for (j, b) in chunk.iter_mut().enumerate() {
+                *b = ((j as u32 ^ i).wrapping_mul(2_654_435_761) >> 13) as u8;
+            }
+            w.write_all(&chunk)?;
+        }
+        Ok(())
+    });
+    assert_eq!(status.code(), Some(1), "{out}");
+    assert!(out.contains("RECV-1") && out.contains("at byte 0"), "{out}");
+    assert!(peak < 32 * MIB, "peak {peak}");
+}
+
+#[test]
+fn decode_streams_a_long_valid_input_in_bounded_memory() {
+    // 512 copies of a 131071-byte self-contained frame: a 64 MiB valid stream.
+    let frame = std::fs::read(root().join("vectors/cases/uncompressed.crc32.length-131071.bin"))
+        .expect("vector");
+    let decode = |c: &mut Command| {
+        c.args(["decode", "-"]);
+    };
+    let (status, peak, out, err) = run(decode, move |w| {
+        for _ in 0..512 {
+            w.write_all(&frame)?;
+        }
+        Ok(())
+    });
+    assert!(status.success(), "{err}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("frame ")).count(), 512);
+    assert!(peak < 32 * MIB, "peak {peak}");
+}
