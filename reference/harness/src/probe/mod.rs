@@ -96,9 +96,8 @@ pub fn probe(
         let outcome = Outcome::rate(&checks, v.unsupported.is_some(), v.informational.is_some());
         let summary = match outcome {
             Outcome::Pass => "as expected".to_string(),
-            _ => checks
-                .iter()
-                .find(|c| c.status != Status::Pass)
+            _ => outcome
+                .deciding(&checks)
                 .map(|c| format!("{}: {}", c.rule, c.message))
                 .unwrap_or_default(),
         };
@@ -131,6 +130,7 @@ pub fn probe(
                 exit: None,
                 timed_out: false,
                 seconds: started.elapsed().as_secs_f64(),
+                limit_seconds: 0.0,
                 report: serde_json::json!({ "supported": ctx.supported }),
                 stderr_tail: String::new(),
             },
@@ -139,6 +139,7 @@ pub fn probe(
                 ..Observations::default()
             },
             pcap: None,
+            rerun: Some(format!("cqlframe probe {target} --cases {}", spec.id)),
         };
         progress(i + 1, chosen.len(), &result);
         out_cases.push(as_case(spec));
