@@ -62,6 +62,9 @@ CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 vectors/crosscheck.py
 step "conformance: quick subset, bundled drivers against the reference server (a driver's FAIL is a finding; the reference client failing fails the build)"
 cargo run --release -q -p cqlframe-cli -- conformance --quick
 
+step "conformance: the CI recipe of conformance/README.md from a fresh clone, an adapter outside the kit, diff of two runs"
+conformance/ci/test-recipe.sh
+
 step "live Apache Cassandra 5.0 (Maven Central): cqlframe probe (known deviations in cassandra/deviations.toml), a Python-driver workload captured and checked by cqlframe check and the Lua dissector"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" cassandra/run.sh
 
