@@ -69,6 +69,9 @@ CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 conformance/test_one_j
 step "conformance: the CRC32C opt-in of the Python and Java adapters (conformance/drivers-crc32c): negotiation and CRC32C cases PASS, connections framed with the offered checksum"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" conformance/drivers-crc32c/test.sh
 
+step "conformance: the CI recipe of conformance/README.md from a fresh clone, an adapter outside the kit, diff of two runs"
+conformance/ci/test-recipe.sh
+
 step "live Apache Cassandra 5.0 (Maven Central): cqlframe probe (known deviations in cassandra/deviations.toml), a Python-driver workload captured and checked by cqlframe check and the Lua dissector"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" cassandra/run.sh
 

@@ -47,10 +47,11 @@ function rowsReport(rs) {
   const h = crypto.createHash('sha256');
   let n = 0;
   for (const row of rs.rows) {
-    const v = row.v || Buffer.alloc(0);
+    // A null v is digested as on the wire: length -1 and no bytes.
+    const v = row.v === null ? Buffer.alloc(0) : row.v;
     const head = Buffer.alloc(8);
     head.writeInt32BE(row.k, 0);
-    head.writeUInt32BE(v.length, 4);
+    head.writeInt32BE(row.v === null ? -1 : v.length, 4);
     h.update(head);
     h.update(v);
     n++;
@@ -60,7 +61,7 @@ function rowsReport(rs) {
 
 async function main() {
   const a = parseArgs(process.argv.slice(2));
-  const report = { driver: 'nodejs', case: a.case, action: a.action };
+  const report = { contract: 1, driver: 'nodejs', case: a.case, action: a.action };
   const emit = (code) => {
     process.stdout.write(JSON.stringify(report) + '\n');
     return code;
@@ -177,6 +178,6 @@ async function main() {
 }
 
 main().then((code) => process.exit(code), (e) => {
-  process.stdout.write(JSON.stringify({ driver: 'nodejs', error: describe(e), results: [] }) + '\n');
+  process.stdout.write(JSON.stringify({ contract: 1, driver: 'nodejs', error: describe(e), results: [] }) + '\n');
   process.exit(1);
 });

@@ -4,10 +4,13 @@
 //! - `cqlframe conformance server --case ID`: the server of one case, for manual runs.
 //! - `cqlframe conformance client --port P --case ID --action A`: the reference adapter.
 //! - `cqlframe conformance list`: the catalogue.
+//! - `cqlframe conformance diff OLD.json NEW.json`: what changed between two runs.
 
 use crate::Failure;
 use clap::{Args as ClapArgs, Subcommand};
-use cqlframe_harness::conformance::{cases, client, load, matches, report, runner, server};
+use cqlframe_harness::conformance::{
+    cases, client, contract, diff, load, matches, report, runner, server,
+};
 use cqlframe_harness::verdict::Outcome;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use std::io::Write;
@@ -36,6 +39,16 @@ enum Sub {
     Client(client::ClientOptions),
     /// List the cases.
     List(ListArgs),
+    /// Compare two runs' report.json, per driver and case; exit 1 when an outcome got worse.
+    Diff(DiffArgs),
+}
+
+#[derive(ClapArgs)]
+struct DiffArgs {
+    /// The earlier run's report.json.
+    old: PathBuf,
+    /// The later run's report.json.
+    new: PathBuf,
 }
 
 #[derive(ClapArgs, Clone)]
@@ -46,9 +59,13 @@ struct RunArgs {
     /// Adapters folder (default: conformance/drivers of the repository).
     #[arg(long)]
     drivers_dir: Option<PathBuf>,
-    /// Drivers to run, comma-separated (default: every adapter found).
+    /// Drivers to run, comma-separated (default: every adapter found, or none when --adapter
+    /// is given).
     #[arg(long, value_delimiter = ',')]
     drivers: Vec<String>,
+    /// An adapter outside the kit, NAME=PATH (its `run`, or a folder holding one); repeatable.
+    #[arg(long = "adapter", value_name = "NAME=PATH")]
+    adapters: Vec<String>,
     /// Cases to run: ids or prefixes ending in `*`, comma-separated.
     #[arg(long, value_delimiter = ',')]
     cases: Vec<String>,
@@ -64,9 +81,18 @@ struct RunArgs {
     /// Where report.json, junit.xml and index.html go.
     #[arg(long, default_value = "build/conformance")]
     report_dir: PathBuf,
-    /// Seconds before an adapter run is killed.
+    /// The harness's limit on one adapter run, in seconds: then the adapter's whole process
+    /// group is killed and the case FAILs as hung.
     #[arg(long, default_value_t = 40)]
-    timeout: u64,
+    run_timeout: u64,
+    /// The connect and request timeout the adapter sets in its driver, in seconds (passed to
+    /// the adapter as `--timeout`). Default: a quarter of --run-timeout, 2 to 10.
+    #[arg(long)]
+    request_timeout: Option<f64>,
+    /// The limit on the adapter self-check (unknown case), in seconds: it also builds or
+    /// installs the driver on first use.
+    #[arg(long, default_value_t = 900)]
+    setup_timeout: u64,
 }
 
 #[derive(ClapArgs)]
@@ -99,6 +125,14 @@ pub fn run(args: Args) -> Result<(), Failure> {
             code => std::process::exit(i32::from(code)),
         },
         Some(Sub::Server(s)) => run_server(s),
+        Some(Sub::Diff(d)) => {
+            let diff = diff::compare(&d.old, &d.new).map_err(Failure::Io)?;
+            println!("{diff}");
+            if diff.regressions() > 0 {
+                return Err(Failure::Rule);
+            }
+            Ok(())
+        }
         Some(Sub::List(l)) => {
             let catalogue = load(l.catalogue).map_err(Failure::Io)?;
             write!(
@@ -160,8 +194,28 @@ fn run_suite(args: RunArgs) -> Result<(), Failure> {
         .drivers_dir
         .clone()
         .unwrap_or_else(|| cqlframe_harness::conformance::conformance_dir().join("drivers"));
-    let mut drivers = runner::discover(&drivers_dir, &args.drivers).map_err(Failure::Io)?;
-    let timeout = Duration::from_secs(args.timeout);
+    let mut drivers = if args.drivers.is_empty() && !args.adapters.is_empty() {
+        Vec::new()
+    } else {
+        runner::discover(&drivers_dir, &args.drivers).map_err(Failure::Io)?
+    };
+    for spec in &args.adapters {
+        let driver = runner::external(spec).map_err(Failure::Io)?;
+        if drivers.iter().any(|d| d.name == driver.name) {
+            return Err(Failure::Io(format!(
+                "--adapter {spec}: a driver named {} is already selected",
+                driver.name
+            )));
+        }
+        drivers.push(driver);
+    }
+    let run_limit = Duration::from_secs(args.run_timeout);
+    let limits = runner::Limits {
+        run: run_limit,
+        request_seconds: args
+            .request_timeout
+            .unwrap_or_else(|| runner::Limits::default_request_seconds(run_limit)),
+    };
     let total = cases.len() * drivers.len();
     // Captures of an earlier run would be linked from nowhere: start afresh.
     let _ = std::fs::remove_dir_all(args.report_dir.join("pcap"));
@@ -185,19 +239,35 @@ fn run_suite(args: RunArgs) -> Result<(), Failure> {
                 "--action".into(),
                 "unknown-action".into(),
             ],
-            Duration::from_secs(900),
+            Duration::from_secs(args.setup_timeout),
         );
         driver.self_check = check.exit;
-        driver.self_check_ok = check.exit == Some(127);
-        if !driver.self_check_ok {
+        let problem = if check.timed_out {
+            Some(format!(
+                "did not finish within its {} s limit (--setup-timeout); its process group was killed",
+                args.setup_timeout
+            ))
+        } else if check.exit != Some(127) {
+            Some(format!(
+                "unknown case exited {:?}, expected 127",
+                check.exit
+            ))
+        } else {
+            contract::validate(&check.report)
+                .err()
+                .map(|e| format!("its report breaks conformance/adapter-report.schema.json: {e}"))
+        };
+        driver.self_check_ok = problem.is_none();
+        if let Some(problem) = problem {
             eprintln!(
-                "[{}] adapter contract broken: unknown case exited {:?}\n{}",
-                driver.name, check.exit, check.stderr_tail
+                "[{}] adapter contract broken: {problem}\n{}",
+                driver.name, check.stderr_tail
             );
         }
         for case in &cases {
             done += 1;
-            let mut r = runner::run_case(driver, case, timeout);
+            let mut r = runner::run_case(driver, case, limits);
+            r.rerun = Some(rerun_command(&args, driver, &case.id));
             if let Err(e) = runner::write_pcap(&mut r, &args.report_dir) {
                 eprintln!("[{}] {}: capture not written: {e}", driver.name, case.id);
             }
@@ -209,6 +279,9 @@ fn run_suite(args: RunArgs) -> Result<(), Failure> {
                 r.adapter.seconds,
                 r.progress_note()
             );
+            if let Some(command) = r.rerun_shown() {
+                eprintln!("      run it again: {command}");
+            }
             results.push(r);
         }
     }
@@ -222,7 +295,12 @@ fn run_suite(args: RunArgs) -> Result<(), Failure> {
     let reference_failed = results
         .iter()
         .any(|r| r.driver == "reference" && r.outcome == Outcome::Fail);
-    let contract_broken = drivers.iter().any(|d| !d.self_check_ok);
+    let contract_broken = drivers.iter().any(|d| !d.self_check_ok)
+        || results.iter().any(|r| {
+            r.checks
+                .iter()
+                .any(|c| c.rule == runner::CONTRACT_RULE && c.breaks_must())
+        });
     let strict_failed = args.strict
         && results
             .iter()
@@ -233,7 +311,7 @@ fn run_suite(args: RunArgs) -> Result<(), Failure> {
             if reference_failed {
                 "the reference adapter FAILed a case"
             } else if contract_broken {
-                "an adapter breaks the contract (unknown case must exit 127)"
+                "an adapter breaks the contract (see conformance/README.md, Writing an adapter)"
             } else {
                 "--strict: a driver has FAIL or NON-STRICT outcomes"
             }
@@ -241,4 +319,42 @@ fn run_suite(args: RunArgs) -> Result<(), Failure> {
         return Err(Failure::Rule);
     }
     Ok(())
+}
+
+/// The one command that runs `case` again for `driver`, with this run's catalogue and limits.
+fn rerun_command(args: &RunArgs, driver: &runner::Driver, case: &str) -> String {
+    let exe = std::env::args().next().unwrap_or_else(|| "cqlframe".into());
+    let mut words = vec![exe, "conformance".into()];
+    words.extend(driver.selector());
+    words.extend(["--cases".into(), case.to_string()]);
+    if let Some(catalogue) = &args.catalogue {
+        words.extend(["--catalogue".into(), catalogue.display().to_string()]);
+    }
+    if let Some(dir) = args.drivers_dir.as_ref().filter(|_| !driver.external) {
+        words.extend(["--drivers-dir".into(), dir.display().to_string()]);
+    }
+    if args.run_timeout != 40 {
+        words.extend(["--run-timeout".into(), args.run_timeout.to_string()]);
+    }
+    if let Some(t) = args.request_timeout {
+        words.extend(["--request-timeout".into(), t.to_string()]);
+    }
+    words
+        .iter()
+        .map(|w| shell_word(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `word` quoted for a POSIX shell when it needs it.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=,:@+".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
 }

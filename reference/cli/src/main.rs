@@ -39,7 +39,7 @@ enum Command {
     /// Write a session's byte streams as a pcap capture.
     Pcap(pcap::Args),
     /// Run the conformance suite against real drivers.
-    Conformance(conformance::Args),
+    Conformance(Box<conformance::Args>),
     /// Golden test vectors: generate or verify.
     Vectors(vectors::Args),
     Check(check::Args),
@@ -85,7 +85,7 @@ fn main() -> ExitCode {
         Command::Encode(args) => encode::run(args),
         Command::Vectors(args) => vectors::run(args),
         Command::Pcap(args) => pcap::run(args),
-        Command::Conformance(args) => conformance::run(args),
+        Command::Conformance(args) => conformance::run(*args),
         Command::Check(args) => check::run(args),
         Command::Probe(args) => probe::run(args),
     };

@@ -112,6 +112,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let drivers = [Driver {
         name: name.clone(),
         run: PathBuf::new(),
+        external: false,
         self_check: Some(127),
         self_check_ok: true,
     }];

@@ -92,8 +92,9 @@ impl Check {
     }
 }
 
-/// The five outcomes of a case for one implementation, worst last.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, PartialOrd, Ord)]
+/// The five outcomes of a case for one implementation, worst last (the order `diff` ranks
+/// regressions by).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, PartialOrd, Ord)]
 pub enum Outcome {
     #[serde(rename = "PASS")]
     Pass,
@@ -134,10 +135,59 @@ impl Outcome {
             Outcome::Pass
         }
     }
+
+    /// The check that decided this outcome, the most severe first: for a FAIL the first broken
+    /// MUST (not an earlier SHOULD), for NON-STRICT the first broken SHOULD, for UNSUPPORTED
+    /// and INFORMATIONAL the check saying why; none for a PASS.
+    pub fn deciding(self, checks: &[Check]) -> Option<&Check> {
+        checks.iter().find(|c| match self {
+            Outcome::Fail => c.breaks_must(),
+            Outcome::NonStrict => c.breaks_should(),
+            Outcome::Unsupported => c.status == Status::Unsupported,
+            Outcome::Informational => c.status == Status::Info,
+            Outcome::Pass => false,
+        })
+    }
 }
 
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fail_is_explained_by_its_must_not_an_earlier_should() {
+        let checks = [
+            Check::new(
+                "LZ4-3",
+                Level::Should,
+                Status::Fail,
+                "stored frame compressed",
+            ),
+            Check::new(
+                "LZ4-4",
+                Level::Must,
+                Status::Fail,
+                "length mismatch accepted",
+            ),
+        ];
+        let outcome = Outcome::rate(&checks, false, false);
+        assert_eq!(outcome, Outcome::Fail);
+        assert_eq!(
+            outcome.deciding(&checks).map(|c| c.rule.as_str()),
+            Some("LZ4-4")
+        );
+        assert_eq!(
+            Outcome::NonStrict
+                .deciding(&checks[..1])
+                .map(|c| c.rule.as_str()),
+            Some("LZ4-3")
+        );
+        assert!(Outcome::Pass.deciding(&checks).is_none());
     }
 }

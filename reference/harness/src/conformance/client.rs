@@ -169,6 +169,7 @@ fn rows_result(header: &EnvelopeHeader, body: &[u8]) -> Value {
 /// Runs the workload; prints the JSON report; returns the exit code of the contract.
 pub fn run(args: ClientOptions) -> u8 {
     let mut report = json!({
+        "contract": super::contract::CONTRACT,
         "driver": "reference",
         "driver_version": env!("CARGO_PKG_VERSION"),
         "case": args.case,

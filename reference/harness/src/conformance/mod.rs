@@ -7,6 +7,8 @@
 
 pub mod cases;
 pub mod client;
+pub mod contract;
+pub mod diff;
 pub mod frames;
 pub mod limits;
 pub mod report;
@@ -15,21 +17,32 @@ pub mod server;
 
 use std::path::{Path, PathBuf};
 
-/// The repository's `conformance/` folder: found from the working directory up, else where
-/// this binary was built from.
+/// The kit's `conformance/` folder, found from the repository the running `cqlframe` belongs
+/// to (the binary's folder upwards, e.g. from `target/release/`), else the one it was built
+/// from, else from the working directory upwards. So the command finds its catalogue and
+/// adapters from any working directory, a driver's own repository included.
 pub fn conformance_dir() -> PathBuf {
-    if let Ok(mut dir) = std::env::current_dir() {
-        loop {
-            let candidate = dir.join("conformance/cases.toml");
-            if candidate.is_file() {
-                return dir.join("conformance");
-            }
-            if !dir.pop() {
-                break;
-            }
-        }
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance")
+    let from_exe = std::env::current_exe()
+        .ok()
+        .and_then(|exe| find_upwards(&exe));
+    let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance");
+    from_exe
+        .or_else(|| {
+            built_from
+                .join("cases.toml")
+                .is_file()
+                .then_some(built_from)
+        })
+        .or_else(|| std::env::current_dir().ok().and_then(|d| find_upwards(&d)))
+        .unwrap_or_else(|| PathBuf::from("conformance"))
+}
+
+/// The first `conformance/` holding `cases.toml` in `start` or a folder above it.
+fn find_upwards(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .map(|dir| dir.join("conformance"))
+        .find(|c| c.join("cases.toml").is_file())
 }
 
 /// The case catalogue at `path`, or the repository's `conformance/cases.toml`.

@@ -85,6 +85,17 @@ pub fn console(run: &Run) -> String {
             }
         );
     }
+    let reruns: Vec<(&CaseResult, &str)> = run
+        .results
+        .iter()
+        .filter_map(|r| r.rerun_shown().map(|c| (r, c)))
+        .collect();
+    if !reruns.is_empty() {
+        s.push_str("\nTo run a FAIL or NON-STRICT case again:\n");
+        for (r, command) in reruns {
+            let _ = writeln!(s, "  {} {} {}: {command}", r.outcome, r.driver, r.case);
+        }
+    }
     s
 }
 
@@ -198,9 +209,12 @@ fn junit(run: &Run) -> String {
                 Outcome::Fail => {
                     let _ = write!(
                         s,
-                        "<failure message=\"{}\">{}</failure>",
+                        "<failure message=\"{}\">{}{}</failure>",
                         esc(&r.summary),
-                        esc(&checks_text(r))
+                        esc(&checks_text(r)),
+                        r.rerun_shown()
+                            .map(|c| format!("\nrun it again: {}", esc(c)))
+                            .unwrap_or_default()
                     );
                 }
                 Outcome::Unsupported => {
@@ -388,6 +402,9 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
                 esc(&d.name),
                 esc(&r.summary)
             );
+            if let Some(command) = r.rerun_shown() {
+                let _ = writeln!(s, "<p>Run it again: <code>{}</code></p>", esc(command));
+            }
             s.push_str("<table><tr><th>status</th><th>rule</th><th>level</th><th>check</th></tr>");
             for ch in &r.checks {
                 let cl = match (ch.status, ch.level) {
@@ -419,9 +436,12 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
                 "<p>Adapter: exit {}{} in {:.1} s: <code>{}</code></p><pre>{}</pre>",
                 r.adapter.exit.map_or("none".to_string(), |c| c.to_string()),
                 if r.adapter.timed_out {
-                    " (killed: timeout)"
+                    format!(
+                        " (killed with its process group at its {:.0} s limit)",
+                        r.adapter.limit_seconds
+                    )
                 } else {
-                    ""
+                    String::new()
                 },
                 r.adapter.seconds,
                 esc(&r.adapter.command.join(" ")),

@@ -3,14 +3,16 @@
 //! application saw.
 
 use super::cases::{Case, Expect, OptIn};
+use super::contract;
 use super::server::{Observations, Server};
 use crate::cql::expected_digest;
 use crate::verdict::{Check, Level, Outcome, Status, EXIT_UNSUPPORTED};
 use serde::Serialize;
 use serde_json::Value;
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Debug, Serialize)]
@@ -19,6 +21,8 @@ pub struct AdapterRun {
     pub exit: Option<i32>,
     pub timed_out: bool,
     pub seconds: f64,
+    /// The time limit the run had (the harness's per-run limit, or the self-check's).
+    pub limit_seconds: f64,
     pub report: Value,
     pub stderr_tail: String,
 }
@@ -34,6 +38,8 @@ pub struct CaseResult {
     pub server: Observations,
     /// The session's capture, relative to the report folder (`pcap/<driver>/<case>.pcap`).
     pub pcap: Option<String>,
+    /// The command that runs just this case for this driver again.
+    pub rerun: Option<String>,
 }
 
 impl CaseResult {
@@ -45,13 +51,24 @@ impl CaseResult {
             self.summary.chars().take(110).collect()
         }
     }
+
+    /// The command that re-runs this case for this driver, for an outcome worth looking into
+    /// (FAIL or NON-STRICT).
+    pub fn rerun_shown(&self) -> Option<&str> {
+        match self.outcome {
+            Outcome::Fail | Outcome::NonStrict => self.rerun.as_deref(),
+            _ => None,
+        }
+    }
 }
 
-/// A driver adapter: `conformance/drivers/<name>/run`.
+/// A driver adapter: `conformance/drivers/<name>/run`, or one given by `--adapter NAME=PATH`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Driver {
     pub name: String,
     pub run: PathBuf,
+    /// Given by `--adapter` (it lives outside the kit's `drivers/`).
+    pub external: bool,
     /// Exit code of the unknown-case self-check (the contract wants 127).
     pub self_check: Option<i32>,
     pub self_check_ok: bool,
@@ -67,6 +84,7 @@ pub fn discover(dir: &Path, only: &[String]) -> Result<Vec<Driver>, String> {
             drivers.push(Driver {
                 name,
                 run,
+                external: false,
                 self_check: None,
                 self_check_ok: false,
             });
@@ -82,7 +100,87 @@ pub fn discover(dir: &Path, only: &[String]) -> Result<Vec<Driver>, String> {
     Ok(drivers)
 }
 
-/// Runs an adapter with `args`; kills it after `timeout`.
+/// An adapter outside the kit, from `NAME=PATH`: PATH is its `run` executable or a folder
+/// holding one. A relative PATH is taken from the current directory.
+pub fn external(spec: &str) -> Result<Driver, String> {
+    let (name, path) = spec
+        .split_once('=')
+        .filter(|(n, p)| !n.is_empty() && !p.is_empty())
+        .ok_or_else(|| format!("--adapter {spec:?}: expected NAME=PATH"))?;
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(format!(
+            "--adapter {spec:?}: the name may hold letters, digits, '-', '_' and '.' (it names report folders)"
+        ));
+    }
+    let path = PathBuf::from(path);
+    let run = if path.is_dir() {
+        path.join("run")
+    } else {
+        path
+    };
+    let run = std::path::absolute(&run).map_err(|e| format!("{}: {e}", run.display()))?;
+    if !run.is_file() {
+        return Err(format!("--adapter {name}: no executable {}", run.display()));
+    }
+    Ok(Driver {
+        name: name.to_string(),
+        run,
+        external: true,
+        self_check: None,
+        self_check_ok: false,
+    })
+}
+
+impl Driver {
+    /// The command-line arguments that select this driver again.
+    pub fn selector(&self) -> Vec<String> {
+        if self.external {
+            vec![
+                "--adapter".into(),
+                format!("{}={}", self.name, self.run.display()),
+            ]
+        } else {
+            vec!["--drivers".into(), self.name.clone()]
+        }
+    }
+}
+
+/// The two time limits of a case, kept apart: the harness's limit on the whole adapter run
+/// (`--run-timeout`), and the connect and request timeouts the adapter sets in its driver
+/// (`--request-timeout`, passed to the adapter as `--timeout`).
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub run: Duration,
+    pub request_seconds: f64,
+}
+
+impl Limits {
+    /// The request timeout when none is given: a quarter of the run limit, 2 to 10 s, so that
+    /// a driver's own timeout fires (and is reported as such) well before the run is killed.
+    pub fn default_request_seconds(run: Duration) -> f64 {
+        (run.as_secs_f64() / 4.0).clamp(2.0, 10.0)
+    }
+}
+
+/// Kills the adapter's process group (the adapter and every process it started, e.g. a JVM
+/// or a driver built as a child rather than `exec`ed), so that nothing outlives the run and
+/// holds its output open.
+fn kill_group(child: &Child) {
+    let Ok(pgid) = libc::pid_t::try_from(child.id()) else {
+        return;
+    };
+    // SAFETY: kill(2) with a negative pid signals the process group the child leads (it was
+    // started with process_group(0)); no memory is involved. ESRCH (already gone) is fine.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+}
+
+/// Runs an adapter with `args` in its own process group; kills the group after `timeout` (and
+/// any process the adapter left behind when it exits).
 pub fn run_adapter(driver: &Driver, args: &[String], timeout: Duration) -> AdapterRun {
     let start = Instant::now();
     let mut command = vec![driver.run.display().to_string()];
@@ -93,6 +191,8 @@ pub fn run_adapter(driver: &Driver, args: &[String], timeout: Duration) -> Adapt
     let child = Command::new(&driver.run)
         .args(args)
         .env("CQLFRAME_BIN", exe)
+        .env("CQLFRAME_CONTRACT", contract::CONTRACT.to_string())
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -105,6 +205,7 @@ pub fn run_adapter(driver: &Driver, args: &[String], timeout: Duration) -> Adapt
                 exit: None,
                 timed_out: false,
                 seconds: 0.0,
+                limit_seconds: timeout.as_secs_f64(),
                 report: Value::Null,
                 stderr_tail: format!("cannot start adapter: {e}"),
             }
@@ -128,13 +229,14 @@ pub fn run_adapter(driver: &Driver, args: &[String], timeout: Duration) -> Adapt
             Ok(Some(status)) => break Some(status),
             Ok(None) if start.elapsed() > timeout => {
                 timed_out = true;
-                let _ = child.kill();
+                kill_group(&child);
                 break child.wait().ok();
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
             Err(_) => break None,
         }
     };
+    kill_group(&child);
     let stdout = out_t.join().unwrap_or_default();
     let stderr = err_t.join().unwrap_or_default();
     let report = stdout
@@ -152,6 +254,7 @@ pub fn run_adapter(driver: &Driver, args: &[String], timeout: Duration) -> Adapt
         exit: status.and_then(|s| s.code()),
         timed_out,
         seconds: start.elapsed().as_secs_f64(),
+        limit_seconds: timeout.as_secs_f64(),
         report,
         stderr_tail: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
     }
@@ -190,8 +293,8 @@ pub fn adapter_args(case: &Case, port: u16, request_timeout: f64) -> Vec<String>
     args
 }
 
-/// Runs one case for one driver.
-pub fn run_case(driver: &Driver, case: &Case, timeout: Duration) -> CaseResult {
+/// Runs one case for one driver, then checks the adapter's report against the contract.
+pub fn run_case(driver: &Driver, case: &Case, limits: Limits) -> CaseResult {
     let server = match Server::start(case.server.clone(), 0) {
         Ok(s) => s,
         Err(e) => {
@@ -200,6 +303,7 @@ pub fn run_case(driver: &Driver, case: &Case, timeout: Duration) -> CaseResult {
                 exit: None,
                 timed_out: false,
                 seconds: 0.0,
+                limit_seconds: limits.run.as_secs_f64(),
                 report: Value::Null,
                 stderr_tail: format!("server did not start: {e}"),
             };
@@ -212,14 +316,57 @@ pub fn run_case(driver: &Driver, case: &Case, timeout: Duration) -> CaseResult {
                 adapter,
                 server: Observations::default(),
                 pcap: None,
+                rerun: None,
             };
         }
     };
-    let request_timeout = (timeout.as_secs_f64() / 4.0).clamp(2.0, 10.0);
-    let args = adapter_args(case, server.port, request_timeout);
-    let adapter = run_adapter(driver, &args, timeout);
+    let args = adapter_args(case, server.port, limits.request_seconds);
+    let adapter = run_adapter(driver, &args, limits.run);
     let observations = server.stop(Duration::from_millis(100));
-    judge(driver, case, adapter, observations)
+    let breach = contract_breach(&adapter);
+    let mut result = judge(driver, case, adapter, observations);
+    if let Some(breach) = breach {
+        result.checks.push(breach);
+        let unsupported = result
+            .checks
+            .iter()
+            .any(|c| c.status == Status::Unsupported);
+        let informational = result.checks.iter().any(|c| c.status == Status::Info);
+        result.outcome = Outcome::rate(&result.checks, unsupported, informational);
+        result.summary = summary(result.outcome, &result.checks, "");
+    }
+    result
+}
+
+/// The rule name of a broken adapter contract (the adapter, not the driver, is at fault).
+pub const CONTRACT_RULE: &str = "adapter-contract";
+
+/// A check failing the case when the adapter printed a report that breaks
+/// `conformance/adapter-report.schema.json` (a missing report is judged as such already).
+pub fn contract_breach(adapter: &AdapterRun) -> Option<Check> {
+    if adapter.timed_out || adapter.report.is_null() {
+        return None;
+    }
+    contract::validate(&adapter.report).err().map(|e| {
+        Check::new(
+            CONTRACT_RULE,
+            Level::Must,
+            Status::Fail,
+            format!("the adapter's report breaks conformance/adapter-report.schema.json: {e}"),
+        )
+    })
+}
+
+/// A result's one-line summary: for a PASS what was negotiated, otherwise the check that
+/// decided the outcome (the most severe one).
+fn summary(outcome: Outcome, checks: &[Check], negotiated: &str) -> String {
+    match outcome {
+        Outcome::Pass => format!("as expected ({negotiated})"),
+        _ => outcome
+            .deciding(checks)
+            .map(|c| format!("{}: {}", c.rule, c.message))
+            .unwrap_or_default(),
+    }
 }
 
 fn check(rule: &str, level: Level, status: Status, message: impl Into<String>) -> Check {
@@ -337,8 +484,8 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
             level,
             Status::Fail,
             format!(
-                "the adapter did not finish within {:.0} s (driver hung)",
-                adapter.seconds
+                "the adapter did not finish within its {:.0} s limit (--run-timeout); its process group was killed (driver hung)",
+                adapter.limit_seconds
             ),
         ));
     } else if unsupported.is_none() && report.is_null() {
@@ -571,17 +718,8 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
         checks.push(check(&main_rule, level, Status::Unsupported, u.clone()));
     }
     let outcome = Outcome::rate(&checks, unsupported.is_some(), informational.is_some());
-    let summary = match outcome {
-        Outcome::Pass => {
-            let framed = framed.first().map(|s| s.as_str()).unwrap_or("unframed");
-            format!("as expected ({framed})")
-        }
-        _ => checks
-            .iter()
-            .find(|c| c.status != Status::Pass)
-            .map(|c| format!("{}: {}", c.rule, c.message))
-            .unwrap_or_default(),
-    };
+    let negotiated = framed.first().map(|s| s.as_str()).unwrap_or("unframed");
+    let summary = summary(outcome, &checks, negotiated);
     CaseResult {
         driver: driver.name.clone(),
         case: case.id.clone(),
@@ -591,6 +729,7 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
         adapter,
         server: obs,
         pcap: None,
+        rerun: None,
     }
 }
 
@@ -610,4 +749,61 @@ pub fn write_pcap(result: &mut CaseResult, report_dir: &Path) -> Result<(), Stri
     std::fs::write(&path, file).map_err(|e| format!("{}: {e}", path.display()))?;
     result.pcap = Some(rel);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// An adapter script in a fresh temporary folder.
+    fn adapter(name: &str, body: &str) -> (PathBuf, Driver) {
+        let dir =
+            std::env::temp_dir().join(format!("cqlframe-runner-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let run = dir.join("run");
+        std::fs::write(&run, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let driver = external(&format!("{name}={}", dir.display())).unwrap();
+        (dir, driver)
+    }
+
+    /// A driver started as a child (not exec'ed) holds the output pipes open; the limit must
+    /// stop it too, and the run must report the limit, not the elapsed time.
+    #[test]
+    fn the_limit_stops_the_whole_process_group() {
+        let (dir, driver) = adapter("child", "sleep 30\necho '{}'");
+        let started = Instant::now();
+        let run = run_adapter(&driver, &[], Duration::from_millis(500));
+        assert!(run.timed_out);
+        assert_eq!(run.limit_seconds, 0.5);
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_external_adapter_is_named_and_its_report_checked() {
+        let (dir, driver) = adapter(
+            "ext",
+            "echo '{\"driver\": \"x\", \"results\": [{\"rows\": 1}]}'",
+        );
+        assert!(driver.external);
+        assert_eq!(driver.selector()[0], "--adapter");
+        let run = run_adapter(&driver, &[], Duration::from_secs(20));
+        assert_eq!(run.exit, Some(0));
+        let breach = contract_breach(&run).expect("rows without digest breaks the schema");
+        assert!(
+            breach.message.contains("/results/0/digest"),
+            "{}",
+            breach.message
+        );
+        assert!(external("noequals").is_err());
+        assert!(external("bad name=/x").is_err());
+        assert!(external(&format!("x={}", dir.join("missing").display())).is_err());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

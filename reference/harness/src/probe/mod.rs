@@ -82,9 +82,8 @@ pub fn probe(
         let outcome = Outcome::rate(&checks, v.unsupported.is_some(), v.informational.is_some());
         let summary = match outcome {
             Outcome::Pass => "as expected".to_string(),
-            _ => checks
-                .iter()
-                .find(|c| c.status != Status::Pass)
+            _ => outcome
+                .deciding(&checks)
                 .map(|c| format!("{}: {}", c.rule, c.message))
                 .unwrap_or_default(),
         };
@@ -117,6 +116,7 @@ pub fn probe(
                 exit: None,
                 timed_out: false,
                 seconds: started.elapsed().as_secs_f64(),
+                limit_seconds: 0.0,
                 report: serde_json::json!({ "supported": ctx.supported }),
                 stderr_tail: String::new(),
             },
@@ -125,6 +125,7 @@ pub fn probe(
                 ..Observations::default()
             },
             pcap: None,
+            rerun: Some(format!("cqlframe probe {target} --cases {}", case.id)),
         };
         progress(i + 1, chosen.len(), &result);
         results.push(result);
