@@ -14,10 +14,11 @@
 //! - CRC-24 is table-driven: a 3- or 5-byte header is five (three) independent lookups in
 //!   positional tables, since the CRC is affine in the message (see `crc24.rs`).
 //! - CRC-32 and CRC-32C have a portable slice-by-16 path with tables built by `const fn`.
-//! - On x86-64: carry-less multiplication folding, 128-bit (PCLMULQDQ) and 256-bit (VPCLMULQDQ),
-//!   for both polynomials, ending in a Barrett reduction; for CRC-32C, the SSE4.2 `crc32` instruction on three interleaved chains
-//!   joined by PCLMULQDQ, and a fused path running VPCLMULQDQ folding on part of each block while
-//!   three `crc32` chains run on the rest (the two units are separate, so their throughputs add).
+//! - On x86-64: carry-less multiplication folding, 128-bit (PCLMULQDQ), 256-bit (VPCLMULQDQ with
+//!   AVX2) and 512-bit (VPCLMULQDQ with AVX-512), for both polynomials, ending in a Barrett
+//!   reduction; for CRC-32C, the SSE4.2 `crc32` instruction on three interleaved chains joined by
+//!   PCLMULQDQ, and fused paths running 256- or 512-bit folding on part of each block while three
+//!   `crc32` chains run on the rest (the `crc32` unit adds its throughput to the multiplier's).
 //! - On AArch64: the `crc32x`/`crc32cx` instructions.
 //!
 //! The v5 seed `FA 2D 55 CA` is a constant prefix: every CRC-32 path starts from the register
@@ -29,8 +30,8 @@
 //! with `is_x86_feature_detected!`/`is_aarch64_feature_detected!`), chosen once on first use and
 //! cached. The environment variable **`CQLFRAME_CRC_PATH`**, read once at that point, forces a
 //! path by its [`Path::name`] (`bitwise`, `table`, `sse42`, `pclmul`, `vpclmul`, `vpclmul-fused`,
-//! `aarch64-crc`) for every checksum it computes and the CPU can run; the others, and any
-//! unknown name, keep the automatic choice. [`selected_path`] tells which path is in use;
+//! `vpclmul512`, `vpclmul512-fused`, `aarch64-crc`) for every checksum it computes and the CPU
+//! can run; the others, and any unknown name, keep the automatic choice. [`selected_path`] tells which path is in use;
 //! [`crc24_with`], [`crc32_with`] and [`crc32c_with`] run one path explicitly (the tests run
 //! every available path that way).
 //!
