@@ -30,7 +30,7 @@ step "reference: unit, property and cross-check tests"
 cargo test --workspace --release
 
 step "vectors: committed files equal a fresh generation; every case decodes as expected in every chunking"
-cargo run --release -q -p cqlframe -- vectors verify
+cargo run --release -q -p cqlframe-cli -- vectors verify
 
 step "vectors: manifest.json matches vectors/manifest.schema.json"
 python3 vectors/validate_manifest.py
@@ -60,13 +60,13 @@ step "vectors: cross-checked by the Python and Java drivers"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 vectors/crosscheck.py
 
 step "conformance: quick subset, bundled drivers against the reference server (a driver's FAIL is a finding; the reference client failing fails the build)"
-cargo run --release -q -p cqlframe -- conformance --quick
+cargo run --release -q -p cqlframe-cli -- conformance --quick
 
 step "live Apache Cassandra 5.0 (Maven Central): cqlframe probe (known deviations in cassandra/deviations.toml), a Python-driver workload captured and checked by cqlframe check and the Lua dissector"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" cassandra/run.sh
 
-step "benchmarks: reference/benches/run.sh --smoke (every implementation of the side-by-side table still produces every cell; the timings of so short a run mean nothing)"
-reference/benches/run.sh --smoke >/dev/null
+step "benchmarks: reference/cqlframe/benches/run.sh --smoke (every implementation of the side-by-side table still produces every cell; the timings of so short a run mean nothing)"
+reference/cqlframe/benches/run.sh --smoke >/dev/null
 
 step "reference: fuzzing (${FUZZ_SECONDS:-20} s per target)"
 reference/fuzz/run.sh "${FUZZ_SECONDS:-20}"

@@ -61,7 +61,7 @@ cassandra/fetch.sh
 conformance/drivers/python/setup.sh </dev/null >/dev/null
 python="$root/.cache/venv/conformance-python/bin/python"
 if [ -z "${CQLFRAME_BIN:-}" ]; then
-    cargo build --release -q -p cqlframe
+    cargo build --release -q -p cqlframe-cli
 fi
 for p in "$port" "$storage"; do
     if port_busy "$p"; then

@@ -19,7 +19,7 @@ def cqlframe_binary(script):
     if not binary.is_absolute():
         binary = ROOT / binary
     if not binary.exists():
-        print("building %s (cargo build --release -p cqlframe)" % binary, flush=True)
+        print("building %s (cargo build --release -p cqlframe-cli)" % binary, flush=True)
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "cqlframe"], cwd=ROOT, check=True)
     if not binary.exists():
         sys.exit("%s: %s not found after the build; set CQLFRAME_BIN" % (script, binary))

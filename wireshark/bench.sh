@@ -21,7 +21,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 reps="${1:-20}"
 bin="${CQLFRAME_BIN:-$root/target/release/cqlframe}"
-if [ ! -x "$bin" ]; then (cd "$root" && cargo build --release -q -p cqlframe); fi
+if [ ! -x "$bin" ]; then (cd "$root" && cargo build --release -q -p cqlframe-cli); fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 

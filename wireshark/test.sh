@@ -36,7 +36,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 export CQLFRAME_BIN="${CQLFRAME_BIN:-$root/target/release/cqlframe}"
 if [ ! -x "$CQLFRAME_BIN" ]; then
-    cargo build --release -q -p cqlframe || exit 2
+    cargo build --release -q -p cqlframe-cli || exit 2
 fi
 
 passed=0

@@ -1,5 +1,5 @@
 // Command bench times gocql v2's protocol v5 segment (frame) codec on the kit's benchmark
-// inputs (reference/benches/gen_data.py) and writes JSON results.
+// inputs (reference/cqlframe/benches/gen_data.py) and writes JSON results.
 //
 //	go run . -data build/bench/data -out build/bench/go.json [-quick]
 //

@@ -2,7 +2,7 @@
 
     python bench_segment.py --data build/bench/data --out build/bench/python.json [--runs 5]
 
-Inputs come from reference/benches/gen_data.py (reference/benches/run.sh makes them): for
+Inputs come from reference/cqlframe/benches/gen_data.py (reference/cqlframe/benches/run.sh makes them): for
 each case, `stream-*.bin` is one frame repeated. All the work timed is driver code:
 
 * decode: the stream is written into a socket-less `Connection`'s read buffer in reads of at

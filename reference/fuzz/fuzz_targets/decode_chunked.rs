@@ -3,7 +3,7 @@
 //! Input layout: see `cqlframe_fuzz` (src/lib.rs); the same as `decode_whole`.
 #![no_main]
 
-use cqlframe::transcript::Transcript;
+use cqlframe_harness::transcript::Transcript;
 use cqlframe_fuzz::DecodeInput;
 use libfuzzer_sys::fuzz_target;
 

@@ -28,7 +28,7 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 
 /**
- * The Java driver's v5 framing on the kit's benchmark inputs (reference/benches/gen_data.py).
+ * The Java driver's v5 framing on the kit's benchmark inputs (reference/cqlframe/benches/gen_data.py).
  *
  * <p>Driver code: {@code SegmentCodec} built as {@code DefaultDriverContext} builds it
  * ({@code ByteBufPrimitiveCodec(ByteBufAllocator.DEFAULT)}, {@code BuiltInCompressors} "none" or

@@ -1,0 +1,155 @@
+//! `cqlframe check CAPTURE`: every CQL connection of a pcap or pcapng capture checked against
+//! the framing rules (the work is `cqlframe_harness::check`; this is its command line).
+
+use crate::Failure;
+use clap::Args as ClapArgs;
+use cqlframe::assembler::DEFAULT_MAX_ENVELOPE_BODY;
+use cqlframe_harness::check::{summary_text, Checker, ConnSummary, JsonConn};
+use cqlframe_harness::pcap::{generate, read::Reader};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Check every CQL connection of a capture (pcap or pcapng) against the framing rules.
+///
+/// Each violation is reported with its rule ID, packet number, connection, direction and byte
+/// offset in that direction's stream; each connection gets a summary. Exit status 1 when any
+/// MUST-level rule is broken (SHOULD-level findings are listed but do not fail).
+#[derive(ClapArgs)]
+pub struct Args {
+    /// The capture file.
+    #[arg(required_unless_present = "generate")]
+    capture: Option<PathBuf>,
+    /// Server ports of CQL connections (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "9042")]
+    port: Vec<u16>,
+    /// One JSON document on stdout instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Text output: violations and the totals only, no per-connection summaries.
+    #[arg(long)]
+    quiet: bool,
+    /// Largest envelope body accepted (RECV-12).
+    #[arg(long, default_value_t = DEFAULT_MAX_ENVELOPE_BODY)]
+    max_body: u32,
+    /// Never draw a progress bar (it is drawn on a terminal for files over 64 MiB).
+    #[arg(long)]
+    no_progress: bool,
+    /// Benchmark input: write a capture of about --megabytes MiB made by repeating the --from
+    /// captures as new connections (shifted ports, sequence numbers and times).
+    #[arg(long, hide = true, requires = "from")]
+    generate: Option<PathBuf>,
+    #[arg(long, hide = true, value_delimiter = ',')]
+    from: Vec<PathBuf>,
+    #[arg(long, hide = true, default_value_t = 1024)]
+    megabytes: u64,
+}
+
+pub fn run(args: Args) -> Result<(), Failure> {
+    if let Some(out) = &args.generate {
+        return generate::run(&args.from, out, args.megabytes).map_err(Failure::Io);
+    }
+    let path = args.capture.clone().expect("clap requires a capture");
+    let file =
+        std::fs::File::open(&path).map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let started = Instant::now();
+    let mut reader =
+        Reader::new(file).map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?;
+    let progress = if !args.no_progress && size > 64 << 20 {
+        let bar = indicatif::ProgressBar::new(size);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {bytes}/{total_bytes} [{bar:40}] {binary_bytes_per_sec}, {eta} left",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        Some(bar)
+    } else {
+        None
+    };
+    let mut checker = Checker::new(args.port.clone(), args.max_body);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut summaries: Vec<ConnSummary> = Vec::new();
+    let json = args.json;
+    let quiet = args.quiet;
+    let mut io_error = None;
+    {
+        let mut done = |c: ConnSummary| {
+            if json {
+                summaries.push(c);
+            } else if let Err(e) = out.write_all(summary_text(&c, quiet).as_bytes()) {
+                io_error.get_or_insert(e);
+            }
+        };
+        loop {
+            let packet = reader
+                .next_packet()
+                .map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?;
+            let Some(p) = packet else { break };
+            let number = p.number;
+            checker.packet(number, p.linktype, p.data, &mut done);
+            if number % 8192 == 0 {
+                if let Some(bar) = &progress {
+                    bar.set_position(reader.consumed());
+                }
+            }
+        }
+        checker.finish(&mut done);
+    }
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
+    if let Some(e) = io_error {
+        return Err(e.into());
+    }
+    checker.totals.seconds = started.elapsed().as_secs_f64();
+    let t = &checker.totals;
+    if json {
+        summaries.sort_by_key(|c| c.id);
+        let connections: Vec<JsonConn> = summaries
+            .iter()
+            .map(|c| JsonConn {
+                summary: c,
+                listed: &c.kept,
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "tool": "cqlframe check",
+            "capture": path.display().to_string(),
+            "ports": args.port,
+            "totals": t,
+            "connections": connections,
+        });
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&doc).expect("serialisable")
+        )?;
+    } else {
+        writeln!(
+            out,
+            "{}: {} packets, {} CQL connections, {} bytes of CQL streams; {} violations, {} findings (SHOULD){}; {:.2} s ({:.0} MB/s)",
+            path.display(),
+            t.packets,
+            t.connections,
+            t.bytes,
+            t.violations,
+            t.findings,
+            if t.ip_fragments_skipped > 0 {
+                format!("; {} IP fragments skipped", t.ip_fragments_skipped)
+            } else {
+                String::new()
+            },
+            t.seconds,
+            size as f64 / 1e6 / t.seconds.max(1e-9)
+        )?;
+    }
+    out.flush()?;
+    if t.violations > 0 {
+        return Err(Failure::Rule);
+    }
+    Ok(())
+}

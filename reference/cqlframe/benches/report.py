@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""Collects one run of reference/cqlframe/benches/run.sh into a Markdown table and results.json.
+
+    report.py BUILD_BENCH_DIR CRITERION_DIR [--check]
+
+Reads criterion's estimates (ours, cassandra-protocol, raw baselines), java.json (JMH),
+python.json, go.json, memory.jsonl and the manifest of inputs. Every time is the median of its
+runs, as ns per frame; GB/s is payload (content) bytes per second, 1e9 decimal; "x" is the
+peer's time over ours (how many times faster ours is). Prints the Markdown and writes
+BUILD_BENCH_DIR/results.md and results.json. With --check (run.sh --smoke), exits 1 if any
+implementation is missing a cell it should have: the table is complete, whatever the timings.
+"""
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+
+IMPLS = ["ours", "cassandra-protocol", "java", "python", "go"]
+TITLES = {
+    "ours": "ours",
+    "cassandra-protocol": "cassandra-protocol 4.0.1 (Rust)",
+    "java": "Java driver 4.19.3",
+    "python": "Python driver 3.30.1",
+    "go": "gocql v2.1.2",
+}
+
+
+def load(path, default=None):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
+def criterion_ns(root, *parts):
+    est = load(os.path.join(root, *parts, "new", "estimates.json"))
+    return est["median"]["point_estimate"] if est else None
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30).stdout.strip()
+    except Exception:  # noqa: BLE001 - machine description only
+        return ""
+
+
+def machine():
+    cpu = sh("lscpu | sed -n 's/^Model name: *//p'")
+    flags = sh("grep -m1 '^flags' /proc/cpuinfo")
+    feats = [f for f in ("avx2", "avx512f", "vpclmulqdq", "pclmulqdq", "sse4_2") if " %s" % f in flags]
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "features": feats,
+        "kernel": platform.release(),
+        "glibc": platform.libc_ver()[1],
+        "rustc": sh("rustc -V"),
+        "java": sh("java -version 2>&1 | head -1"),
+        "go": sh("go version"),
+        "python": sh("python3 -V"),
+    }
+
+
+def main(out_dir, crit, check=False):
+    manifest = load(os.path.join(out_dir, "data", "manifest.json"))
+    if not manifest:
+        sys.exit("no inputs in %s/data: run reference/cqlframe/benches/run.sh" % out_dir)
+    cases = {(c["format"], c["checksum"], c["size"]): c for c in manifest["cases"]}
+    sizes = manifest["sizes"]
+    ns = {}  # (impl, op, format, checksum, size) -> ns per frame
+    runs = {}
+
+    for (fmt, ck, size), c in cases.items():
+        label = "%s-%s" % (fmt, ck)
+        v = criterion_ns(crit, "decode", "ours-" + label, str(size))
+        if v is not None:
+            ns[("ours", "decode", fmt, ck, size)] = v / c["frames"]
+        v = criterion_ns(crit, "encode", "ours-" + label, str(size))
+        if v is not None:
+            ns[("ours", "encode", fmt, ck, size)] = v
+        for op in ("decode", "encode"):
+            v = criterion_ns(crit, op, "cassandra-protocol-" + label, str(size))
+            if v is not None:
+                ns[("cassandra-protocol", op, fmt, ck, size)] = v
+
+    for r in load(os.path.join(out_dir, "java.json"), []) or []:
+        op = r["benchmark"].rsplit(".", 1)[1]
+        fmt, size = r["params"]["format"], int(r["params"]["size"])
+        c = cases[(fmt, "crc32", size)]
+        per_call = 1 if op == "encode" else c["frames"]
+        its = [x / per_call for fork in r["primaryMetric"]["rawData"] for x in fork]
+        ns[("java", op, fmt, "crc32", size)] = statistics.median(its)
+        runs[("java", op, fmt, "crc32", size)] = its
+    for name in ("python", "go"):
+        doc = load(os.path.join(out_dir, name + ".json"), {}) or {}
+        for r in doc.get("results", []):
+            key = (name, r["op"], r["format"], r["checksum"], r["size"])
+            ns[key] = r["ns_per_frame"]
+            runs[key] = r["runs_ns_per_frame"]
+
+    raw = {}
+    for size in sizes:
+        for name in ("crc32c", "crc32", "lz4flex-d0", "lz4flex-d16", "lz4flex-d2048", "memcpy-d16", "memcpy-d2048"):
+            v = criterion_ns(crit, "raw", name, str(size))
+            if v is not None:
+                raw[(name, size)] = v
+        for name, fmt in (("crc32c-stream", "uncompressed"), ("lz4flex-stream", "lz4")):
+            v = criterion_ns(crit, "raw", name, str(size))
+            if v is not None:
+                raw[(name, size)] = v / cases[(fmt, "crc32c", size)]["frames"]
+        for variant in ("ours-chunked", "ours-frames"):
+            for fmt in ("uncompressed", "lz4"):
+                c = cases[(fmt, "crc32c", size)]
+                v = criterion_ns(crit, "decode", "%s-%s-crc32c" % (variant, fmt), str(size))
+                if v is not None:
+                    raw[("%s-%s" % (variant, fmt), size)] = v / c["frames"]
+
+    md = []
+    md.append("Each cell: ns per frame (GB/s of payload; peer time / our time). n/a: the "
+              "implementation lacks that format or checksum (none of the drivers has CRC32C).\n")
+    for op in ("decode", "encode"):
+        md.append("### %s\n" % op)
+        md.append("| format | checksum | payload | " + " | ".join(TITLES[i] for i in IMPLS) + " |")
+        md.append("|---|---|---:|" + "---:|" * len(IMPLS))
+        for fmt in ("uncompressed", "lz4"):
+            for ck in ("crc32", "crc32c"):
+                for size in sizes:
+                    ours = ns.get(("ours", op, fmt, ck, size))
+                    cells = []
+                    for impl in IMPLS:
+                        v = ns.get((impl, op, fmt, ck, size))
+                        if v is None:
+                            cells.append("n/a")
+                        elif impl == "ours" or ours is None:
+                            cells.append("%s (%.2f)" % (fmt_ns(v), size / v))
+                        else:
+                            cells.append("%s (%.2f; %s)" % (fmt_ns(v), size / v, fmt_ratio(v / ours)))
+                    md.append("| %s | %s | %d | %s |" % (fmt, ck, size, " | ".join(cells)))
+        md.append("")
+
+    md.append("### baselines (same criterion run)\n")
+    md.append("| payload | our CRC32C | our CRC32 | CRC32C / lz4_flex over the decode stream, per frame | lz4_flex decompress_into (out +0 / +16 / +2048 B mod 4 KiB) | memcpy (dst +16 / +2048) | ours, 64 KiB reads (unc / lz4, crc32c) | ours, frame layer only (unc / lz4, crc32c) |")
+    md.append("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for size in sizes:
+        def g(name, s=size):
+            v = raw.get((name, s))
+            return fmt_ns(v) if v is not None else "n/a"
+        md.append("| %d | %s (%s GB/s) | %s | %s / %s | %s / %s / %s | %s / %s | %s / %s | %s / %s |" % (
+            size, g("crc32c"), ("%.2f" % (size / raw[("crc32c", size)])) if ("crc32c", size) in raw else "n/a",
+            g("crc32"), g("crc32c-stream"), g("lz4flex-stream"), g("lz4flex-d0"), g("lz4flex-d16"), g("lz4flex-d2048"),
+            g("memcpy-d16"), g("memcpy-d2048"),
+            g("ours-chunked-uncompressed"), g("ours-chunked-lz4"),
+            g("ours-frames-uncompressed"), g("ours-frames-lz4")))
+    md.append("")
+
+    targets = []
+
+    def target(name, ok, detail):
+        targets.append({"target": name, "met": ok, "detail": detail})
+
+    def note(name, detail):
+        targets.append({"target": name, "met": None, "detail": detail})
+
+    d = ns.get(("ours", "decode", "uncompressed", "crc32c", 16373))
+    r = raw.get(("crc32c-stream", 16373))
+    hot = raw.get(("crc32c", 16373))
+    if d and r:
+        target("decode of a 16373-byte CRC32C frame >= 90% of raw CRC32C throughput", r / d >= 0.9,
+               "%.2f GB/s vs %.2f GB/s for the CRC32C of the same payloads in place: %.0f%% "
+               "(one payload in a hot loop: %s GB/s)" % (
+                   16373 / d, 16373 / r, 100 * r / d, "%.2f" % (16373 / hot) if hot else "n/a"))
+    def ratios(impl, our_checksum):
+        """(peer time / our time, format, size) for the decode of every size and format, the
+        peer always with CRC32 (no driver has CRC32C), ours with `our_checksum`."""
+        return [(ns[(impl, "decode", f, "crc32", s)] / ns[("ours", "decode", f, our_checksum, s)], f, s)
+                for f in ("uncompressed", "lz4") for s in sizes
+                if (impl, "decode", f, "crc32", s) in ns and ("ours", "decode", f, our_checksum, s) in ns]
+
+    for impl, need in (("java", 3), ("python", 100)):
+        same = ratios(impl, "crc32")
+        if same:
+            lo = min(same)
+            target("decode >= %dx the %s driver's (same checksum, every size, both formats)" % (need, impl),
+                   lo[0] >= need, "lowest %.1fx (%s %d B); %s" % (
+                       lo[0], lo[1], lo[2], ", ".join("%s %d B %.1fx" % (f, s, x) for x, f, s in same)))
+        v6 = ratios(impl, "crc32c")
+        if v6:
+            lo = min(v6)
+            note("ours with CRC32C against the %s driver with CRC32 (what a connection gains by "
+                 "negotiating CRC32C)" % impl, "lowest %.1fx (%s %d B); %s" % (
+                     lo[0], lo[1], lo[2], ", ".join("%s %d B %.1fx" % (f, s, x) for x, f, s in v6)))
+    d = ns.get(("ours", "decode", "uncompressed", "crc32c", 64))
+    r = raw.get(("crc32c", 64))
+    if d and r:
+        target("per-frame overhead, 64-byte payload (uncompressed, CRC32C) < 15 ns, outside the payload's CRC32C", d - r < 15,
+               "%.1f ns per frame: %.1f ns for the CRC32C of the payload, %.1f ns for the rest "
+               "(header CRC24, checks, envelope extraction); frame layer only %s per frame" % (
+                   d, r, d - r, fmt_ns(raw.get(("ours-frames-uncompressed", 64)))))
+    for size in sizes:
+        d = ns.get(("ours", "decode", "lz4", "crc32c", size))
+        l4 = raw.get(("lz4flex-stream", size))
+        if d and l4:
+            target("LZ4 decode within 10%% of lz4_flex alone, %d B" % size, d <= 1.10 * l4,
+                   "%s vs %s for lz4_flex on the same blocks in place (%+.0f%%; ours adds the CRC32C of the block)" % (
+                       fmt_ns(d), fmt_ns(l4), 100 * (d / l4 - 1)))
+
+    md.append("### targets\n")
+    for t in targets:
+        verdict = {True: "met", False: "missed", None: "for comparison"}[t["met"]]
+        md.append("- %s: **%s** (%s)" % (t["target"], verdict, t["detail"]))
+    md.append("")
+
+    memory = []
+    try:
+        with open(os.path.join(out_dir, "memory.jsonl")) as f:
+            memory = [json.loads(line) for line in f if line.strip()]
+    except OSError:
+        pass
+    if memory:
+        md.append("### memory: decoding a %s stream in 64 KiB reads (peak RSS, /usr/bin/time -v)\n"
+                  % fmt_bytes(memory[0]["bytes"]))
+        md.append("| stream | peak RSS | decode rate (wire bytes) |")
+        md.append("|---|---:|---:|")
+        for m in memory:
+            what = "%s, %s%s" % (m["format"], m["checksum"], ", reads generated only (baseline)" if m["generate_only"] else "")
+            md.append("| %s | %.1f MiB | %s |" % (what, m["max_rss_kib"] / 1024,
+                                                  "-" if m["generate_only"] else "%.2f GB/s" % m["wire_gb_per_s"]))
+        md.append("")
+
+    mach = machine()
+    up0 = sh("cat %s/uptime-start.txt" % out_dir)
+    up1 = sh("cat %s/uptime-end.txt" % out_dir)
+    elapsed = sh("cat %s/elapsed-seconds.txt" % out_dir)
+    md.append("Machine: %s, %s cores (%s), Linux %s, glibc %s; %s; %s; %s; %s." % (
+        mach["cpu"], mach["cores"], ", ".join(mach["features"]), mach["kernel"], mach["glibc"],
+        mach["rustc"], mach["java"], mach["go"], mach["python"]))
+    md.append("Load: start `%s`, end `%s`; run took %s s." % (up0, up1, elapsed or "?"))
+    text = "\n".join(md)
+    print(text)
+    with open(os.path.join(out_dir, "results.md"), "w") as f:
+        f.write(text + "\n")
+    doc = {
+        "machine": mach, "uptime_start": up0, "uptime_end": up1, "elapsed_seconds": elapsed,
+        "unit": "ns per frame (median); gb_per_s = payload bytes / ns",
+        "results": [
+            {"impl": k[0], "op": k[1], "format": k[2], "checksum": k[3], "size": k[4],
+             "ns_per_frame": v, "gb_per_s": k[4] / v,
+             "ratio_to_ours": (v / ns[("ours",) + k[1:]]) if ("ours",) + k[1:] in ns else None,
+             "runs_ns_per_frame": runs.get(k)}
+            for k, v in sorted(ns.items())
+        ],
+        "baselines": [{"name": k[0], "size": k[1], "ns": v} for k, v in sorted(raw.items())],
+        "placement": load(os.path.join(out_dir, "rust-placement.json")),
+        "targets": targets,
+        "memory": memory,
+    }
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    if check:
+        missing = missing_cells(ns, cases, memory)
+        for m in missing:
+            print("missing: %s" % m, file=sys.stderr)
+        print("bench check: %d cells, %d missing" % (len(ns), len(missing)), file=sys.stderr)
+        if missing:
+            sys.exit(1)
+
+
+def fmt_bytes(n):
+    return "%.0f GiB" % (n / 2**30) if n >= 2**30 else "%.0f MiB" % (n / 2**20)
+
+
+def missing_cells(ns, cases, memory):
+    """The cells a complete run has and this one lacks: every format, checksum and size for
+    ours; the CRC32 ones (the only checksum they have) for every peer; the memory runs."""
+    missing = []
+    for impl in IMPLS:
+        for op in ("decode", "encode"):
+            for (fmt, ck, size) in cases:
+                if (impl == "ours" or ck == "crc32") and (impl, op, fmt, ck, size) not in ns:
+                    missing.append("%s %s %s %s %d" % (impl, op, fmt, ck, size))
+    if len(memory) != 3:
+        missing.append("memory: %d of 3 runs" % len(memory))
+    return missing
+
+
+def fmt_ns(v):
+    if v is None:
+        return "n/a"
+    if v >= 1e6:
+        return "%.2f ms" % (v / 1e6)
+    if v >= 1e3:
+        return "%.2f µs" % (v / 1e3)
+    return "%.1f ns" % v
+
+
+def fmt_ratio(x):
+    return "%.0fx" % x if x >= 100 else "%.1fx" % x if x >= 10 else "%.2fx" % x
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], check="--check" in sys.argv[3:])

@@ -1,0 +1,576 @@
+//! The connection lifecycle, for either side, sans-IO: the unframed handshake, the switch to
+//! framing right after the STARTUP response (LIFE-1..LIFE-8), and what STARTUP negotiates
+//! (NEG-1..NEG-8). Bytes received go in through [`Connection::receive`], envelopes to send
+//! through [`Connection::send`]; no sockets inside.
+
+use crate::assembler::checked_body_len;
+use crate::body;
+use crate::checksum::PayloadChecksum;
+use crate::decoder::{Decoder, Event};
+use crate::encoder::{FrameEncoder, SplitPolicy};
+use crate::envelope::{
+    Envelope, EnvelopeHeader, Opcode, ENVELOPE_HEADER_LEN, FLAG_USE_BETA, RESPONSE_BIT,
+};
+use crate::error::{ErrorKind, FramingError, Part};
+use crate::format::{parse_checksum, Format, FrameSettings};
+use crate::frame_decoder::Frame;
+
+/// Which end of the connection this is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+pub enum Role {
+    Client,
+    Server,
+}
+
+/// What a server accepts in STARTUP.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerOptions {
+    pub lz4: bool,
+    /// Payload checksums accepted, or `None` for a server that predates `FRAME_CHECKSUM` and
+    /// ignores the key as it ignores every unknown key.
+    pub checksums: Option<Vec<PayloadChecksum>>,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            lz4: true,
+            checksums: Some(vec![PayloadChecksum::Crc32, PayloadChecksum::Crc32c]),
+        }
+    }
+}
+
+/// The outcome of the handshake for a framed connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Negotiated {
+    /// Protocol version, without the direction bit.
+    pub version: u8,
+    pub settings: FrameSettings,
+}
+
+/// First protocol version that uses framing (LIFE-2).
+pub const FIRST_FRAMED_VERSION: u8 = 5;
+/// Protocol version carried only with USE_BETA (ENV-5).
+pub const BETA_VERSION: u8 = 6;
+
+fn option<'a>(options: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    options
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+        .map(|(_, v)| v.as_str())
+}
+
+/// The server's decision on a STARTUP's options (NEG-1, NEG-2, NEG-5, NEG-6, NEG-7, NEG-9).
+pub fn negotiate(
+    version: u8,
+    options: &[(String, String)],
+    server: &ServerOptions,
+) -> Result<FrameSettings, ErrorKind> {
+    for (i, (key, _)) in options.iter().enumerate() {
+        if options[..i]
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(key))
+        {
+            return Err(ErrorKind::RepeatedOption { key: key.clone() });
+        }
+    }
+    let mut settings = FrameSettings::default();
+    if version < FIRST_FRAMED_VERSION {
+        return Ok(settings);
+    }
+    match option(options, "COMPRESSION") {
+        None => {}
+        Some(v) if server.lz4 && v.eq_ignore_ascii_case("lz4") => settings.format = Format::Lz4,
+        Some(v) => {
+            return Err(ErrorKind::UnsupportedCompression {
+                value: v.to_string(),
+            })
+        }
+    }
+    if let (Some(accepted), Some(v)) = (&server.checksums, option(options, "FRAME_CHECKSUM")) {
+        settings.checksum = parse_checksum(v)
+            .filter(|c| accepted.contains(c))
+            .ok_or_else(|| ErrorKind::UnsupportedChecksum {
+                value: v.to_string(),
+            })?;
+    }
+    Ok(settings)
+}
+
+/// What a client's STARTUP asked for, as the client will frame once the server accepts it.
+pub fn requested(options: &[(String, String)]) -> FrameSettings {
+    let format = match option(options, "COMPRESSION") {
+        Some(v) if v.eq_ignore_ascii_case("lz4") => Format::Lz4,
+        _ => Format::Uncompressed,
+    };
+    let checksum = option(options, "FRAME_CHECKSUM")
+        .and_then(parse_checksum)
+        .unwrap_or(PayloadChecksum::Crc32);
+    FrameSettings::new(format, checksum)
+}
+
+/// What the connection reports, in stream order.
+#[derive(Clone, Debug)]
+pub enum ConnectionEvent<'a> {
+    /// An envelope received before the switch to framing, at stream offset `offset`.
+    Unframed {
+        offset: u64,
+        envelope: Envelope<'a>,
+    },
+    Frame(&'a Frame<'a>),
+    Envelope(Envelope<'a>),
+    /// An envelope refused on its own (ENV-2, ENV-5): not delivered, the connection goes on.
+    /// A server answers it with [`Connection::reject_response`].
+    Rejected {
+        envelope: Envelope<'a>,
+        error: FramingError,
+    },
+    /// Received bytes from `offset` on are framed with these settings.
+    Switched {
+        offset: u64,
+        negotiated: Negotiated,
+    },
+}
+
+/// The STARTUP of this connection.
+#[derive(Clone, Debug)]
+struct Startup {
+    stream: i16,
+    version: u8,
+    options: Vec<(String, String)>,
+}
+
+#[derive(Debug)]
+enum Phase {
+    /// Before STARTUP.
+    Handshake,
+    /// STARTUP sent (client) or received (server), its response not yet through.
+    AwaitingResponse(Startup),
+    /// A v4-or-lower connection: unframed for good (LIFE-2).
+    Unframed,
+    Framed(Negotiated),
+}
+
+/// One end of a CQL connection.
+#[derive(Debug)]
+pub struct Connection {
+    role: Role,
+    server_options: ServerOptions,
+    max_body: u32,
+    policy: SplitPolicy,
+    phase: Phase,
+    /// Unframed bytes received but not yet a whole envelope.
+    unframed: Vec<u8>,
+    /// Stream offset of the first byte of `unframed`.
+    received: u64,
+    decoder: Option<Decoder>,
+    /// Settings the receiving side switches to once the switch point is reached.
+    encoder: Option<FrameEncoder>,
+    /// Bytes sent so far.
+    sent: u64,
+    advertised_checksums: Option<Vec<String>>,
+    /// A received byte broke a rule: nothing more is decoded (RECV-11).
+    failed: bool,
+}
+
+impl Connection {
+    pub fn new(role: Role, max_body: u32, policy: SplitPolicy) -> Self {
+        Connection {
+            role,
+            server_options: ServerOptions::default(),
+            max_body,
+            policy,
+            phase: Phase::Handshake,
+            unframed: Vec::new(),
+            received: 0,
+            decoder: None,
+            encoder: None,
+            sent: 0,
+            advertised_checksums: None,
+            failed: false,
+        }
+    }
+
+    /// A server connection accepting `options`.
+    pub fn server(options: ServerOptions, max_body: u32, policy: SplitPolicy) -> Self {
+        Connection {
+            server_options: options,
+            ..Connection::new(Role::Server, max_body, policy)
+        }
+    }
+
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// The negotiation, once the connection is framed.
+    pub fn negotiated(&self) -> Option<Negotiated> {
+        match self.phase {
+            Phase::Framed(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The `FRAME_CHECKSUMS` a SUPPORTED response listed (client side).
+    pub fn advertised_checksums(&self) -> Option<&[String]> {
+        self.advertised_checksums.as_deref()
+    }
+
+    /// Feeds received bytes, in any chunking.
+    /// After an error every later call fails too (RECV-11).
+    pub fn receive(
+        &mut self,
+        input: &[u8],
+        on_event: &mut dyn FnMut(ConnectionEvent<'_>) -> Result<(), FramingError>,
+    ) -> Result<(), FramingError> {
+        if self.failed {
+            let offset = self.decoder.as_ref().map_or(self.received, Decoder::offset);
+            return Err(FramingError::new(ErrorKind::AfterError, offset));
+        }
+        let result = self.receive_bytes(input, on_event);
+        self.failed = result.is_err();
+        result
+    }
+
+    fn receive_bytes(
+        &mut self,
+        input: &[u8],
+        on_event: &mut dyn FnMut(ConnectionEvent<'_>) -> Result<(), FramingError>,
+    ) -> Result<(), FramingError> {
+        let version = self.negotiated().map_or(0, |n| n.version);
+        if let Some(decoder) = &mut self.decoder {
+            return receive_framed(decoder, self.role, version, input, on_event);
+        }
+        self.unframed.extend_from_slice(input);
+        self.check_not_pipelined()?;
+        while let Some(total) = self.whole_unframed_envelope()? {
+            let bytes: Vec<u8> = self.unframed.drain(..total).collect();
+            let offset = self.received;
+            self.received += total as u64;
+            let envelope = envelope_from(&bytes);
+            if let Some(kind) = self.unframed_fault(&envelope.header) {
+                let error = FramingError::new(kind, offset);
+                on_event(ConnectionEvent::Rejected { envelope, error })?;
+                continue;
+            }
+            on_event(ConnectionEvent::Unframed { offset, envelope })?;
+            self.after_unframed_received(&envelope);
+            if let Some(negotiated) = self.negotiated() {
+                let rest = std::mem::take(&mut self.unframed);
+                on_event(ConnectionEvent::Switched {
+                    offset: self.received,
+                    negotiated,
+                })?;
+                return self.receive_bytes(&rest, on_event);
+            }
+            self.check_not_pipelined()?;
+        }
+        Ok(())
+    }
+
+    /// Declares the end of the received stream (RECV-9). After an error, already reported,
+    /// there is nothing more to say.
+    pub fn finish(&mut self) -> Result<(), FramingError> {
+        if self.failed {
+            return Ok(());
+        }
+        match &mut self.decoder {
+            Some(decoder) => decoder.finish(),
+            None if self.unframed.is_empty() => Ok(()),
+            None => {
+                let missing = match self.unframed.len() {
+                    n if n < ENVELOPE_HEADER_LEN => ENVELOPE_HEADER_LEN - n,
+                    n => {
+                        ENVELOPE_HEADER_LEN
+                            + envelope_from_header(&self.unframed).length.max(0) as usize
+                            - n
+                    }
+                };
+                Err(FramingError::new(
+                    ErrorKind::Truncated {
+                        part: Part::Envelope,
+                        missing: missing as u64,
+                    },
+                    self.received,
+                ))
+            }
+        }
+    }
+
+    /// Appends the wire bytes of `envelopes` (each a whole envelope) to `out`: unframed during
+    /// the handshake, framed after the switch. Sending the STARTUP response switches a server;
+    /// a client switches when it receives that response.
+    pub fn send(&mut self, envelopes: &[&[u8]], out: &mut Vec<u8>) -> Result<(), FramingError> {
+        let start = out.len();
+        for &bytes in envelopes {
+            if bytes.len() < ENVELOPE_HEADER_LEN {
+                return Err(FramingError::new(
+                    ErrorKind::Truncated {
+                        part: Part::Envelope,
+                        missing: (ENVELOPE_HEADER_LEN - bytes.len()) as u64,
+                    },
+                    self.sent,
+                ));
+            }
+            let envelope = envelope_from(bytes);
+            if let Some(encoder) = &mut self.encoder {
+                encoder.write_envelopes([bytes], out);
+            } else {
+                self.before_unframed_sent()?;
+                out.extend_from_slice(bytes);
+                self.after_unframed_sent(&envelope);
+            }
+        }
+        self.sent += (out.len() - start) as u64;
+        Ok(())
+    }
+
+    /// Server: the framed ERROR (PROTOCOL_ERROR, stream 0) that answers a framing error, naming
+    /// the rule and offset (ERR-1, ERR-3, ERR-4). Unframed before the switch. The caller sends it
+    /// and closes the connection.
+    pub fn error_response(&mut self, error: &FramingError) -> Vec<u8> {
+        let version = match (&self.phase, self.negotiated()) {
+            (_, Some(n)) => n.version,
+            (Phase::AwaitingResponse(startup), None) => startup.version,
+            _ => FIRST_FRAMED_VERSION,
+        };
+        self.protocol_error(version, 0, error)
+    }
+
+    /// Server: the ERROR (PROTOCOL_ERROR) that answers an envelope refused on its own
+    /// ([`ConnectionEvent::Rejected`]): on its stream, in its version, framed after the switch.
+    pub fn reject_response(&mut self, refused: &EnvelopeHeader, error: &FramingError) -> Vec<u8> {
+        self.protocol_error(refused.protocol_version(), refused.stream, error)
+    }
+
+    fn protocol_error(&mut self, version: u8, stream: i16, error: &FramingError) -> Vec<u8> {
+        let message = format!("{} ({} at byte {})", error.kind, error.rule(), error.offset);
+        let flags = if version == BETA_VERSION {
+            FLAG_USE_BETA
+        } else {
+            0
+        };
+        let envelope = crate::envelope::envelope_bytes(
+            version | RESPONSE_BIT,
+            flags,
+            stream,
+            Opcode::Error,
+            &body::error(body::PROTOCOL_ERROR, &message),
+        );
+        let mut out = Vec::new();
+        match &mut self.encoder {
+            Some(encoder) => encoder.write_envelopes([envelope.as_slice()], &mut out),
+            None => out.extend_from_slice(&envelope),
+        }
+        out
+    }
+
+    /// Server: nothing may arrive between STARTUP and the response to it (LIFE-6).
+    fn check_not_pipelined(&self) -> Result<(), FramingError> {
+        if self.role != Role::Server
+            || !matches!(self.phase, Phase::AwaitingResponse(_))
+            || self.unframed.is_empty()
+        {
+            return Ok(());
+        }
+        Err(FramingError::new(
+            ErrorKind::SentBeforeStartupResponse,
+            self.received,
+        ))
+    }
+
+    /// The length of the whole envelope at the front of `unframed`, once it has arrived.
+    fn whole_unframed_envelope(&self) -> Result<Option<usize>, FramingError> {
+        if self.unframed.len() < ENVELOPE_HEADER_LEN {
+            return Ok(None);
+        }
+        let header = envelope_from_header(&self.unframed);
+        let fail = |kind| FramingError::new(kind, self.received);
+        if !(3..=BETA_VERSION).contains(&header.protocol_version()) {
+            let sender = match self.role {
+                Role::Client => Role::Server,
+                Role::Server => Role::Client,
+            };
+            return Err(fail(ErrorKind::NotAnEnvelope {
+                found: header.version,
+                sender,
+            }));
+        }
+        let body = checked_body_len(&header, self.max_body).map_err(fail)?;
+        let total = ENVELOPE_HEADER_LEN + body;
+        Ok((self.unframed.len() >= total).then_some(total))
+    }
+
+    /// An envelope-level fault of an unframed envelope, which leaves its boundaries intact: the
+    /// wrong direction (ENV-2) or a v6-beta envelope without USE_BETA (ENV-5).
+    fn unframed_fault(&self, h: &EnvelopeHeader) -> Option<ErrorKind> {
+        let expect_response = self.role == Role::Client;
+        if h.is_response() != expect_response {
+            let expected = h.protocol_version() | if expect_response { RESPONSE_BIT } else { 0 };
+            return Some(ErrorKind::UnexpectedVersion {
+                found: h.version,
+                expected,
+            });
+        }
+        (h.protocol_version() == BETA_VERSION && h.flags & FLAG_USE_BETA == 0)
+            .then_some(ErrorKind::MissingBetaFlag)
+    }
+
+    /// Server: a STARTUP starts the wait for its response. Client: SUPPORTED is remembered; an
+    /// ERROR in another version refuses the version (LIFE-11); the STARTUP response switches the
+    /// connection (LIFE-5, LIFE-8).
+    fn after_unframed_received(&mut self, envelope: &Envelope<'_>) {
+        let h = envelope.header;
+        match (self.role, &self.phase, Opcode::from_u8(h.opcode)) {
+            (Role::Server, Phase::Handshake, Some(Opcode::Startup)) => {
+                self.phase = self.startup_phase(envelope);
+            }
+            (Role::Client, _, Some(Opcode::Supported)) => {
+                if let Ok(map) = body::read_string_multimap(envelope.body) {
+                    self.advertised_checksums = map
+                        .into_iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case("FRAME_CHECKSUMS"))
+                        .map(|(_, v)| v);
+                }
+            }
+            (Role::Client, Phase::AwaitingResponse(startup), Some(Opcode::Error))
+                if h.version != startup.version | RESPONSE_BIT =>
+            {
+                // The version is refused, on whatever stream: no framing (LIFE-11, LIFE-9).
+                self.phase = Phase::Unframed;
+            }
+            (Role::Client, Phase::AwaitingResponse(startup), Some(op))
+                if h.stream == startup.stream
+                    && matches!(op, Opcode::Ready | Opcode::Authenticate | Opcode::Error) =>
+            {
+                let settings = if op == Opcode::Error {
+                    FrameSettings::default()
+                } else {
+                    requested(&startup.options)
+                };
+                self.switch(Negotiated {
+                    version: startup.version,
+                    settings,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn before_unframed_sent(&self) -> Result<(), FramingError> {
+        if let (Role::Client, Phase::AwaitingResponse(_)) = (self.role, &self.phase) {
+            return Err(FramingError::new(
+                ErrorKind::SentBeforeStartupResponse,
+                self.sent,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Client: sending STARTUP starts the wait. Server: sending the STARTUP response switches.
+    fn after_unframed_sent(&mut self, envelope: &Envelope<'_>) {
+        let h = envelope.header;
+        match (self.role, &self.phase, Opcode::from_u8(h.opcode)) {
+            (Role::Client, Phase::Handshake, Some(Opcode::Startup)) => {
+                self.phase = self.startup_phase(envelope)
+            }
+            (Role::Server, Phase::AwaitingResponse(startup), Some(op))
+                if h.stream == startup.stream
+                    && matches!(op, Opcode::Ready | Opcode::Authenticate | Opcode::Error) =>
+            {
+                let decided = negotiate(startup.version, &startup.options, &self.server_options);
+                let settings = match (op, decided) {
+                    (Opcode::Error, _) | (_, Err(_)) => FrameSettings::default(),
+                    (_, Ok(settings)) => settings,
+                };
+                let negotiated = Negotiated {
+                    version: startup.version,
+                    settings,
+                };
+                self.switch(negotiated);
+            }
+            _ => {}
+        }
+    }
+
+    /// The phase a STARTUP envelope leads to: a wait for its response, or unframed for good.
+    fn startup_phase(&self, envelope: &Envelope<'_>) -> Phase {
+        let version = envelope.header.protocol_version();
+        if version < FIRST_FRAMED_VERSION {
+            return Phase::Unframed;
+        }
+        let options = body::read_string_map(envelope.body).unwrap_or_default();
+        Phase::AwaitingResponse(Startup {
+            stream: envelope.header.stream,
+            version,
+            options,
+        })
+    }
+
+    fn switch(&mut self, negotiated: Negotiated) {
+        self.phase = Phase::Framed(negotiated);
+        self.encoder = Some(FrameEncoder::new(negotiated.settings, self.policy));
+        self.decoder = Some(Decoder::starting_at(
+            negotiated.settings,
+            self.max_body,
+            self.received,
+        ));
+    }
+}
+
+/// Decodes framed input and checks each envelope against the negotiation (ENV-2, ENV-5); the
+/// envelope COMPRESSION flag is ignored, as receivers do.
+fn receive_framed(
+    decoder: &mut Decoder,
+    role: Role,
+    version: u8,
+    input: &[u8],
+    on_event: &mut dyn FnMut(ConnectionEvent<'_>) -> Result<(), FramingError>,
+) -> Result<(), FramingError> {
+    let expected = version
+        | if role == Role::Client {
+            RESPONSE_BIT
+        } else {
+            0
+        };
+    let mut frame_offset = 0;
+    decoder.decode(input, |event| match event {
+        Event::Frame(frame) => {
+            frame_offset = frame.offset;
+            on_event(ConnectionEvent::Frame(frame))
+        }
+        Event::Envelope(envelope) => {
+            let h = envelope.header;
+            let refuse = |kind| FramingError::new(kind, frame_offset);
+            if h.version != expected {
+                let error = refuse(ErrorKind::UnexpectedVersion {
+                    found: h.version,
+                    expected,
+                });
+                return on_event(ConnectionEvent::Rejected { envelope, error });
+            }
+            if version == BETA_VERSION && h.flags & FLAG_USE_BETA == 0 {
+                let error = refuse(ErrorKind::MissingBetaFlag);
+                return on_event(ConnectionEvent::Rejected { envelope, error });
+            }
+            on_event(ConnectionEvent::Envelope(envelope))
+        }
+    })
+}
+
+fn envelope_from_header(bytes: &[u8]) -> EnvelopeHeader {
+    let mut h = [0u8; ENVELOPE_HEADER_LEN];
+    h.copy_from_slice(&bytes[..ENVELOPE_HEADER_LEN]);
+    EnvelopeHeader::parse(&h)
+}
+
+/// An envelope over `bytes`, which hold exactly one whole envelope.
+fn envelope_from(bytes: &[u8]) -> Envelope<'_> {
+    Envelope {
+        header: envelope_from_header(bytes),
+        body: &bytes[ENVELOPE_HEADER_LEN..],
+    }
+}

@@ -1,0 +1,177 @@
+//! CQL envelopes: the 9-byte big-endian header and body that frames carry (ENV-1).
+
+/// Length of an envelope header.
+pub const ENVELOPE_HEADER_LEN: usize = 9;
+/// Envelope flag: body compressed at the envelope layer (never on a framed connection, ENV-4).
+pub const FLAG_COMPRESSION: u8 = 0x01;
+/// Envelope flag: the envelope uses a beta protocol version (ENV-5).
+pub const FLAG_USE_BETA: u8 = 0x10;
+/// Version-byte bit set on responses (ENV-2).
+pub const RESPONSE_BIT: u8 = 0x80;
+
+/// The header of an envelope, fields as on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct EnvelopeHeader {
+    /// Protocol version with the response bit.
+    pub version: u8,
+    pub flags: u8,
+    pub stream: i16,
+    pub opcode: u8,
+    /// Body length; negative values are invalid (ENV-3) but representable.
+    pub length: i32,
+}
+
+impl EnvelopeHeader {
+    pub fn parse(b: &[u8; ENVELOPE_HEADER_LEN]) -> Self {
+        EnvelopeHeader {
+            version: b[0],
+            flags: b[1],
+            stream: i16::from_be_bytes([b[2], b[3]]),
+            opcode: b[4],
+            length: i32::from_be_bytes([b[5], b[6], b[7], b[8]]),
+        }
+    }
+
+    pub fn to_bytes(&self) -> [u8; ENVELOPE_HEADER_LEN] {
+        let mut b = [0u8; ENVELOPE_HEADER_LEN];
+        b[0] = self.version;
+        b[1] = self.flags;
+        b[2..4].copy_from_slice(&self.stream.to_be_bytes());
+        b[4] = self.opcode;
+        b[5..9].copy_from_slice(&self.length.to_be_bytes());
+        b
+    }
+
+    /// The protocol version without the direction bit.
+    pub fn protocol_version(&self) -> u8 {
+        self.version & !RESPONSE_BIT
+    }
+
+    pub fn is_response(&self) -> bool {
+        self.version & RESPONSE_BIT != 0
+    }
+}
+
+/// An envelope: its header and a body borrowed from a frame or a reassembly buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Envelope<'a> {
+    pub header: EnvelopeHeader,
+    pub body: &'a [u8],
+}
+
+impl Envelope<'_> {
+    /// Header and body as one run of bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(ENVELOPE_HEADER_LEN + self.body.len());
+        v.extend_from_slice(&self.header.to_bytes());
+        v.extend_from_slice(self.body);
+        v
+    }
+}
+
+/// Builds a whole envelope (header and body) with the length filled in.
+pub fn envelope_bytes(version: u8, flags: u8, stream: i16, opcode: Opcode, body: &[u8]) -> Vec<u8> {
+    let header = EnvelopeHeader {
+        version,
+        flags,
+        stream,
+        opcode: opcode as u8,
+        length: i32::try_from(body.len()).expect("envelope body over 2 GiB"),
+    };
+    Envelope { header, body }.to_bytes()
+}
+
+/// Cuts concatenated whole envelopes apart by their length fields.
+pub fn split_envelopes(mut bytes: &[u8]) -> Result<Vec<&[u8]>, &'static str> {
+    let mut out = Vec::new();
+    while !bytes.is_empty() {
+        let header: [u8; ENVELOPE_HEADER_LEN] = bytes
+            .get(..ENVELOPE_HEADER_LEN)
+            .and_then(|h| h.try_into().ok())
+            .ok_or("input ends inside an envelope header")?;
+        let length = usize::try_from(EnvelopeHeader::parse(&header).length)
+            .map_err(|_| "envelope with a negative length")?;
+        let total = ENVELOPE_HEADER_LEN + length;
+        if bytes.len() < total {
+            return Err("input ends inside an envelope body");
+        }
+        out.push(&bytes[..total]);
+        bytes = &bytes[total..];
+    }
+    Ok(out)
+}
+
+/// CQL opcodes (native protocol v4/v5 section 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Opcode {
+    Error = 0x00,
+    Startup = 0x01,
+    Ready = 0x02,
+    Authenticate = 0x03,
+    Options = 0x05,
+    Supported = 0x06,
+    Query = 0x07,
+    Result = 0x08,
+    Prepare = 0x09,
+    Execute = 0x0A,
+    Register = 0x0B,
+    Event = 0x0C,
+    Batch = 0x0D,
+    AuthChallenge = 0x0E,
+    AuthResponse = 0x0F,
+    AuthSuccess = 0x10,
+}
+
+impl Opcode {
+    const ALL: [Opcode; 16] = [
+        Opcode::Error,
+        Opcode::Startup,
+        Opcode::Ready,
+        Opcode::Authenticate,
+        Opcode::Options,
+        Opcode::Supported,
+        Opcode::Query,
+        Opcode::Result,
+        Opcode::Prepare,
+        Opcode::Execute,
+        Opcode::Register,
+        Opcode::Event,
+        Opcode::Batch,
+        Opcode::AuthChallenge,
+        Opcode::AuthResponse,
+        Opcode::AuthSuccess,
+    ];
+
+    pub fn from_u8(code: u8) -> Option<Opcode> {
+        Self::ALL.into_iter().find(|op| *op as u8 == code)
+    }
+
+    /// The opcode's name as the protocol spec writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Opcode::Error => "ERROR",
+            Opcode::Startup => "STARTUP",
+            Opcode::Ready => "READY",
+            Opcode::Authenticate => "AUTHENTICATE",
+            Opcode::Options => "OPTIONS",
+            Opcode::Supported => "SUPPORTED",
+            Opcode::Query => "QUERY",
+            Opcode::Result => "RESULT",
+            Opcode::Prepare => "PREPARE",
+            Opcode::Execute => "EXECUTE",
+            Opcode::Register => "REGISTER",
+            Opcode::Event => "EVENT",
+            Opcode::Batch => "BATCH",
+            Opcode::AuthChallenge => "AUTH_CHALLENGE",
+            Opcode::AuthResponse => "AUTH_RESPONSE",
+            Opcode::AuthSuccess => "AUTH_SUCCESS",
+        }
+    }
+}
+
+/// Name of an opcode byte, or `0xNN` for an unknown one.
+pub fn opcode_name(code: u8) -> String {
+    Opcode::from_u8(code).map_or_else(|| format!("{code:#04x}"), |op| op.name().to_string())
+}

@@ -1,0 +1,275 @@
+//! Streaming frame decoder: bytes in, verified frames out, in any chunking.
+//!
+//! Checks run in the order the spec fixes: the header CRC24 before any header field is used
+//! (RECV-1), the checksum bit against the negotiation (RECV-3), the payload checksum before the
+//! payload is decompressed or read (RECV-2), then the LZ4 block and its exact length (LZ4-4).
+//! A frame that arrives whole inside one input slice is decoded in place (zero-copy); only a
+//! frame split across calls is buffered, so memory stays under two maximum frames (the partial
+//! frame and the decompression buffer).
+
+use crate::error::{ErrorKind, FramingError, Part};
+use crate::format::{Format, FrameSettings, TRAILER_LEN};
+use crate::header::FrameHeader;
+
+/// A verified frame. `payload` is the bytes on the wire; `content` what they carry (the same
+/// bytes unless LZ4 decompressed them).
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Frame<'a> {
+    /// Stream offset of the frame's first header byte.
+    pub offset: u64,
+    pub header: FrameHeader,
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub payload: &'a [u8],
+    /// The payload checksum from the trailer (verified).
+    pub payload_checksum: u32,
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub content: &'a [u8],
+}
+
+/// Decodes a stream of frames of one format and payload checksum.
+#[derive(Debug)]
+pub struct FrameDecoder {
+    settings: FrameSettings,
+    /// Bytes of a frame that has not arrived whole yet.
+    pending: Vec<u8>,
+    /// The verified header of `pending`, once its header bytes are in.
+    pending_header: Option<FrameHeader>,
+    /// Stream offset of the next frame (the first byte of `pending`).
+    offset: u64,
+    failed: bool,
+    /// Decompression output, reused across frames.
+    scratch: Vec<u8>,
+}
+
+impl FrameDecoder {
+    pub fn new(settings: FrameSettings) -> Self {
+        Self::starting_at(settings, 0)
+    }
+
+    /// A decoder whose first frame starts at stream offset `offset` (after an unframed handshake).
+    pub fn starting_at(settings: FrameSettings, offset: u64) -> Self {
+        FrameDecoder {
+            settings,
+            pending: Vec::new(),
+            pending_header: None,
+            offset,
+            failed: false,
+            scratch: Vec::new(),
+        }
+    }
+
+    pub fn settings(&self) -> FrameSettings {
+        self.settings
+    }
+
+    /// Whether a framing error stopped this decoder (RECV-11).
+    pub fn has_failed(&self) -> bool {
+        self.failed
+    }
+
+    /// Stream offset of the first byte not yet part of a decoded frame.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Feeds bytes; calls `on_frame` for each frame they complete. After an error, every later
+    /// call fails too (RECV-11).
+    /// Generic over the callback so that it inlines into the frame loop.
+    pub fn decode<F>(&mut self, input: &[u8], mut on_frame: F) -> Result<(), FramingError>
+    where
+        F: FnMut(Frame<'_>) -> Result<(), FramingError>,
+    {
+        if self.failed {
+            return Err(FramingError::new(ErrorKind::AfterError, self.offset));
+        }
+        let result = self.decode_inner(input, &mut on_frame);
+        self.failed = result.is_err();
+        result
+    }
+
+    /// Declares the end of the stream: an incomplete frame is an error (RECV-9).
+    pub fn finish(&mut self) -> Result<(), FramingError> {
+        if self.pending.is_empty() || self.failed {
+            return Ok(());
+        }
+        self.failed = true;
+        let have = self.pending.len();
+        let hlen = self.settings.format.header_len();
+        let (part, missing) = match self.pending_header {
+            None => (Part::Header, hlen - have),
+            Some(h) => {
+                let trailer_at = h.frame_len() - TRAILER_LEN;
+                let part = if have < trailer_at {
+                    Part::Payload
+                } else {
+                    Part::Trailer
+                };
+                (part, h.frame_len() - have)
+            }
+        };
+        Err(FramingError::new(
+            ErrorKind::Truncated {
+                part,
+                missing: missing as u64,
+            },
+            self.offset,
+        ))
+    }
+
+    #[inline(always)]
+    fn decode_inner<F>(&mut self, mut input: &[u8], on_frame: &mut F) -> Result<(), FramingError>
+    where
+        F: FnMut(Frame<'_>) -> Result<(), FramingError>,
+    {
+        let hlen = self.settings.format.header_len();
+        if !self.pending.is_empty() {
+            if self.pending_header.is_none() {
+                let take = (hlen - self.pending.len()).min(input.len());
+                self.pending.extend_from_slice(&input[..take]);
+                input = &input[take..];
+                if self.pending.len() < hlen {
+                    return Ok(());
+                }
+                let header = self.read_header(&self.pending[..hlen])?;
+                self.pending.reserve_exact(header.frame_len() - hlen);
+                self.pending_header = Some(header);
+            }
+            let header = self.pending_header.expect("header read above");
+            let take = (header.frame_len() - self.pending.len()).min(input.len());
+            self.pending.extend_from_slice(&input[..take]);
+            input = &input[take..];
+            if self.pending.len() < header.frame_len() {
+                return Ok(());
+            }
+            let frame = open_frame(
+                self.settings,
+                &mut self.scratch,
+                header,
+                &self.pending,
+                self.offset,
+            )?;
+            on_frame(frame)?;
+            self.offset += header.frame_len() as u64;
+            self.pending.clear();
+            self.pending_header = None;
+        }
+        while input.len() >= hlen {
+            let header = self.read_header(&input[..hlen])?;
+            let len = header.frame_len();
+            if input.len() < len {
+                self.pending_header = Some(header);
+                break;
+            }
+            let frame = open_frame(
+                self.settings,
+                &mut self.scratch,
+                header,
+                &input[..len],
+                self.offset,
+            )?;
+            on_frame(frame)?;
+            self.offset += len as u64;
+            input = &input[len..];
+        }
+        self.pending.extend_from_slice(input);
+        Ok(())
+    }
+
+    /// RECV-1 then RECV-3: nothing in the header is used before its CRC24 verifies.
+    #[inline(always)]
+    fn read_header(&self, bytes: &[u8]) -> Result<FrameHeader, FramingError> {
+        match FrameHeader::read(self.settings.format, bytes) {
+            Ok(header) if header.checksum_bit == self.settings.checksum_bit() => Ok(header),
+            other => Err(self.header_error(other)),
+        }
+    }
+
+    /// The error for a header [`read_header`](Self::read_header) refused; out of the hot path.
+    #[cold]
+    #[inline(never)]
+    fn header_error(&self, read: Result<FrameHeader, ErrorKind>) -> FramingError {
+        let kind = match read {
+            Err(kind) => kind,
+            Ok(header) => ErrorKind::ChecksumBitMismatch {
+                bit: header.checksum_bit,
+                negotiated: self.settings.checksum,
+            },
+        };
+        FramingError::new(kind, self.offset)
+    }
+}
+
+/// Verifies the payload checksum of a whole frame in `bytes`, then decodes its content.
+#[inline(always)]
+fn open_frame<'a>(
+    settings: FrameSettings,
+    scratch: &'a mut Vec<u8>,
+    header: FrameHeader,
+    bytes: &'a [u8],
+    offset: u64,
+) -> Result<Frame<'a>, FramingError> {
+    let hlen = header.format.header_len();
+    let payload = &bytes[hlen..hlen + header.payload_length as usize];
+    let trailer = &bytes[hlen + payload.len()..];
+    let found = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
+    let computed = settings.checksum.compute(payload);
+    if found != computed {
+        return Err(payload_checksum_error(settings, found, computed, offset));
+    }
+    let content = match header.format {
+        Format::Lz4 if header.uncompressed_length != 0 => {
+            decompress(payload, header.uncompressed_length, scratch)
+                .map_err(|kind| FramingError::new(kind, offset))?;
+            &scratch[..]
+        }
+        _ => payload,
+    };
+    Ok(Frame {
+        offset,
+        header,
+        payload,
+        payload_checksum: found,
+        content,
+    })
+}
+
+#[cold]
+#[inline(never)]
+fn payload_checksum_error(
+    settings: FrameSettings,
+    found: u32,
+    computed: u32,
+    offset: u64,
+) -> FramingError {
+    let algorithm = settings.checksum;
+    let kind = ErrorKind::PayloadChecksumMismatch {
+        algorithm,
+        found,
+        computed,
+    };
+    FramingError::new(kind, offset)
+}
+
+/// Decompresses one raw LZ4 block into exactly `declared` bytes, never writing past them (LZ4-4).
+/// Kept out of line: inlined into the frame loop, lz4_flex's copy loop measured much slower.
+#[inline(never)]
+fn decompress(block: &[u8], declared: u32, out: &mut Vec<u8>) -> Result<(), ErrorKind> {
+    out.resize(declared as usize, 0);
+    match lz4_flex::block::decompress_into(block, out) {
+        Ok(n) if n == out.len() => Ok(()),
+        Ok(n) => Err(ErrorKind::Lz4LengthMismatch {
+            declared,
+            actual: Some(n as u32),
+        }),
+        Err(lz4_flex::block::DecompressError::OutputTooSmall { .. }) => {
+            Err(ErrorKind::Lz4LengthMismatch {
+                declared,
+                actual: None,
+            })
+        }
+        Err(e) => Err(ErrorKind::Lz4Malformed {
+            reason: e.to_string(),
+        }),
+    }
+}

@@ -1,0 +1,248 @@
+//! Properties of the frame codec: round trips, chunking invariance, corruption detection, and
+//! no panic on any input.
+
+use cqlframe::checksum::PayloadChecksum;
+use cqlframe::encoder::{FrameEncoder, SplitPolicy};
+use cqlframe::envelope::{envelope_bytes, Opcode};
+use cqlframe::{ErrorKind, Format, FrameSettings};
+use cqlframe_harness::transcript::Transcript;
+use proptest::prelude::*;
+
+const MAX_BODY: u32 = 1 << 20;
+
+fn settings() -> impl Strategy<Value = FrameSettings> {
+    (
+        prop_oneof![Just(Format::Uncompressed), Just(Format::Lz4)],
+        prop_oneof![Just(PayloadChecksum::Crc32), Just(PayloadChecksum::Crc32c)],
+    )
+        .prop_map(|(f, c)| FrameSettings::new(f, c))
+}
+
+/// Envelope bodies: mostly small, some repetitive (compressible), a few past one frame.
+fn bodies() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    let body = prop_oneof![
+        6 => proptest::collection::vec(any::<u8>(), 0..300),
+        2 => (1usize..5000, any::<u8>()).prop_map(|(n, b)| vec![b; n]),
+        1 => (131_000usize..270_000).prop_map(|n| (0..n).map(|i| (i % 251) as u8).collect()),
+    ];
+    proptest::collection::vec(body, 1..6)
+}
+
+fn policy() -> impl Strategy<Value = SplitPolicy> {
+    prop_oneof![
+        Just(SplitPolicy::DRIVERS),
+        Just(SplitPolicy::SERVER),
+        (9usize..300).prop_map(|c| SplitPolicy::with_capacity(c).unwrap())
+    ]
+}
+
+fn encode(
+    settings: FrameSettings,
+    policy: SplitPolicy,
+    bodies: &[Vec<u8>],
+) -> (Vec<Vec<u8>>, Vec<u8>) {
+    let envelopes: Vec<Vec<u8>> = bodies
+        .iter()
+        .enumerate()
+        .map(|(i, b)| envelope_bytes(0x05, 0, i as i16, Opcode::Query, b))
+        .collect();
+    let mut wire = Vec::new();
+    FrameEncoder::new(settings, policy)
+        .write_envelopes(envelopes.iter().map(Vec::as_slice), &mut wire);
+    (envelopes, wire)
+}
+
+fn chunked(wire: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
+    let mut points: Vec<usize> = cuts.iter().map(|c| c % (wire.len() + 1)).collect();
+    points.sort_unstable();
+    let mut out = Vec::new();
+    let mut prev = 0;
+    for p in points.into_iter().chain([wire.len()]) {
+        out.push(wire[prev..p].to_vec());
+        prev = p;
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    // SEND-2, SEND-3, RECV-4, RECV-6, RECV-13: whatever the encoder writes decodes to the same
+    // envelopes, in order.
+    #[test]
+    fn encoder_output_always_decodes(s in settings(), p in policy(), b in bodies()) {
+        let (envelopes, wire) = encode(s, p, &b);
+        let t = Transcript::decode(s, MAX_BODY, [wire.as_slice()]);
+        prop_assert_eq!(t.error, None);
+        let decoded: Vec<Vec<u8>> = t.envelopes.iter().map(|e| {
+            let mut v = envelope_bytes(e.version, e.flags, e.stream, Opcode::Query, &e.body);
+            v[4] = e.opcode;
+            v
+        }).collect();
+        prop_assert_eq!(decoded, envelopes);
+        let mut sequence_left = 0usize;
+        for f in &t.frames {
+            if !f.self_contained {
+                if sequence_left == 0 {
+                    // SEND-8: the first frame of a sequence carries the whole envelope header.
+                    prop_assert!(f.content.len() >= 9);
+                    let body = u32::from_be_bytes(f.content[5..9].try_into().unwrap()) as usize;
+                    sequence_left = 9 + body;
+                }
+                sequence_left -= f.content.len();
+            }
+            prop_assert!(f.content.len() <= p.capacity());
+            prop_assert_eq!(f.checksum_bit, s.checksum == PayloadChecksum::Crc32c);
+        }
+    }
+
+    // The same stream cut anywhere, or fed one byte at a time, gives the same transcript.
+    #[test]
+    fn chunking_does_not_matter(s in settings(), b in bodies(), cuts in proptest::collection::vec(any::<usize>(), 0..40)) {
+        let (_, wire) = encode(s, SplitPolicy::DRIVERS, &b);
+        let whole = Transcript::decode(s, MAX_BODY, [wire.as_slice()]);
+        let pieces = chunked(&wire, &cuts);
+        let split = Transcript::decode(s, MAX_BODY, pieces.iter().map(Vec::as_slice));
+        prop_assert_eq!(&split, &whole);
+        if wire.len() < 20_000 {
+            let bytes = Transcript::decode(s, MAX_BODY, wire.chunks(1));
+            prop_assert_eq!(&bytes, &whole);
+        }
+    }
+
+    // A truncated stream is always an error (RECV-9), never a silent partial result.
+    #[test]
+    fn truncation_is_reported(s in settings(), b in bodies(), cut in any::<usize>()) {
+        let (_, wire) = encode(s, SplitPolicy::DRIVERS, &b);
+        let at = cut % wire.len();
+        let t = Transcript::decode(s, MAX_BODY, [&wire[..at]]);
+        prop_assert!(at == 0 || t.error.is_some(), "cut at {} of {} accepted", at, wire.len());
+    }
+
+    // Arbitrary bytes never panic, whatever the settings.
+    #[test]
+    fn arbitrary_input_never_panics(s in settings(), bytes in proptest::collection::vec(any::<u8>(), 0..2000)) {
+        let _ = Transcript::decode(s, MAX_BODY, [bytes.as_slice()]);
+    }
+}
+
+// RECV-1, RECV-2, RECV-3: every single-bit flip anywhere in a frame is detected.
+#[test]
+fn every_bit_flip_is_detected() {
+    let body: Vec<u8> = b"SELECT * FROM ks.t WHERE k = 1 ".repeat(8);
+    for format in [Format::Uncompressed, Format::Lz4] {
+        for checksum in [PayloadChecksum::Crc32, PayloadChecksum::Crc32c] {
+            let s = FrameSettings::new(format, checksum);
+            let (_, wire) = encode(s, SplitPolicy::DRIVERS, &[body.clone(), b"x".to_vec()]);
+            let good = Transcript::decode(s, MAX_BODY, [wire.as_slice()]);
+            assert_eq!(good.error, None);
+            for bit in 0..wire.len() * 8 {
+                let mut bad = wire.clone();
+                bad[bit / 8] ^= 1 << (bit % 8);
+                let t = Transcript::decode(s, MAX_BODY, [bad.as_slice()]);
+                let rule = t.error.as_ref().map(|e| e.rule());
+                assert!(
+                    matches!(rule, Some("RECV-1" | "RECV-2" | "RECV-3")),
+                    "{s:?}: flip of bit {bit} gave {rule:?}"
+                );
+                assert!(
+                    t.envelopes.is_empty(),
+                    "flip of bit {bit} delivered data (ERR-2)"
+                );
+            }
+        }
+    }
+}
+
+// RECV-8: a self-contained frame inside a sequence; RECV-7: an overshooting sequence.
+#[test]
+fn sequence_violations() {
+    let s = FrameSettings::default();
+    let body = vec![7u8; 40];
+    let envelope = envelope_bytes(0x05, 0, 1, Opcode::Query, &body);
+    let mut enc = FrameEncoder::new(s, SplitPolicy::DRIVERS);
+    let mut wire = Vec::new();
+    enc.write_frame(&envelope[..20], false, &mut wire).unwrap();
+    enc.write_frame(&envelope, true, &mut wire).unwrap();
+    let t = Transcript::decode(s, MAX_BODY, [wire.as_slice()]);
+    assert_eq!(t.error.unwrap().kind, ErrorKind::SequenceInterrupted);
+
+    let mut wire = Vec::new();
+    enc.write_frame(&envelope[..20], false, &mut wire).unwrap();
+    let mut tail = envelope[20..].to_vec();
+    tail.push(0);
+    enc.write_frame(&tail, false, &mut wire).unwrap();
+    let t = Transcript::decode(s, MAX_BODY, [wire.as_slice()]);
+    assert_eq!(
+        t.error.unwrap().kind,
+        ErrorKind::SequenceOvershoot { excess: 1 }
+    );
+    assert!(t.envelopes.is_empty());
+}
+
+// RECV-12: an envelope over the limit is refused from its header, before its body arrives.
+#[test]
+fn oversized_envelope_refused_from_header() {
+    let s = FrameSettings::default();
+    let envelope = envelope_bytes(0x05, 0, 1, Opcode::Query, &[0u8; 100]);
+    let mut wire = Vec::new();
+    FrameEncoder::new(s, SplitPolicy::DRIVERS)
+        .write_frame(&envelope[..9], false, &mut wire)
+        .unwrap();
+    let t = Transcript::decode(s, 99, [wire.as_slice()]);
+    assert_eq!(
+        t.error.unwrap().kind,
+        ErrorKind::EnvelopeTooLarge {
+            length: 100,
+            max: 99
+        }
+    );
+}
+
+// SEND-8: the encoder refuses split sizes that would cut the first envelope header.
+#[test]
+fn split_capacity_keeps_header_whole() {
+    assert!(SplitPolicy::with_capacity(8).is_err());
+    assert!(SplitPolicy::with_capacity(9).is_ok());
+    assert!(SplitPolicy::with_capacity(131_072).is_err());
+}
+
+// RECV-11: after a framing error the decoder delivers nothing more, even for valid frames.
+#[test]
+fn nothing_after_an_error() {
+    use cqlframe::decoder::{Decoder, Event};
+    let s = FrameSettings::default();
+    let (_, good) = encode(s, SplitPolicy::DRIVERS, &[b"a".to_vec()]);
+    let mut bad = good.clone();
+    bad[0] ^= 1;
+    let mut decoder = Decoder::new(s, MAX_BODY);
+    let mut delivered = 0;
+    let mut count = |e: Event<'_>| {
+        if let Event::Envelope(_) = e {
+            delivered += 1;
+        }
+        Ok(())
+    };
+    assert_eq!(
+        decoder.decode(&bad, &mut count).unwrap_err().rule(),
+        "RECV-1"
+    );
+    let again = decoder.decode(&good, &mut count).unwrap_err();
+    assert_eq!((again.rule(), delivered), ("RECV-11", 0));
+}
+
+// ERR-2, RECV-5: a self-contained frame that ends inside an envelope delivers none of its
+// envelopes, not even the whole ones before the partial one.
+#[test]
+fn bad_frame_delivers_nothing() {
+    let s = FrameSettings::default();
+    let whole = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
+    let content = [whole.clone(), whole.clone(), whole[..4].to_vec()].concat();
+    let mut wire = Vec::new();
+    FrameEncoder::new(s, SplitPolicy::DRIVERS)
+        .write_frame(&content, true, &mut wire)
+        .unwrap();
+    let t = Transcript::decode(s, MAX_BODY, [wire.as_slice()]);
+    assert_eq!(t.error.map(|e| e.rule()), Some("RECV-5"));
+    assert!(t.envelopes.is_empty());
+}

@@ -1,0 +1,289 @@
+//! `cqlframe check` on the session captures of the golden vectors: valid sessions report no
+//! violation and invalid ones their rule, whatever the segmentation, segment order,
+//! retransmissions, file format, or where the capture starts.
+
+use super::analyzer::ConnSummary;
+use super::Checker;
+use crate::pcap::read::Reader;
+use crate::pcap::write::{self as capture, Options};
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn sessions() -> Vec<Value> {
+    let text = std::fs::read_to_string(root().join("vectors/manifest.json")).expect("manifest");
+    let manifest: Value = serde_json::from_str(&text).expect("json");
+    manifest["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .filter(|c| c["kind"] == "session")
+        .cloned()
+        .collect()
+}
+
+fn check_bytes(capture: &[u8]) -> Vec<ConnSummary> {
+    let mut reader = Reader::new(capture).expect("capture");
+    let mut checker = Checker::new(vec![9042], 256 << 20);
+    let mut out = Vec::new();
+    while let Some(p) = reader.next_packet().expect("packet") {
+        checker.packet(p.number, p.linktype, p.data, &mut |c| out.push(c));
+    }
+    checker.finish(&mut |c| out.push(c));
+    out
+}
+
+/// (direction, rule) of every violation, sorted.
+fn rules(summaries: &[ConnSummary]) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = summaries
+        .iter()
+        .flat_map(|c| c.kept.iter())
+        .filter(|v| v.level.starts_with("MUST"))
+        .map(|v| (v.direction.to_string(), v.rule.clone()))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// What the manifest expects: the receivers' errors, by direction.
+fn expected(case: &Value) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for (side, dir) in [
+        ("server_receives", "client-to-server"),
+        ("client_receives", "server-to-client"),
+    ] {
+        if let Some(rule) = case["expected"][side]["error"]["rule"].as_str() {
+            v.push((dir.to_string(), rule.to_string()));
+        }
+        // Envelopes refused on their own (ENV-2, ENV-5): a sender's violation, not fatal.
+        for e in case["expected"][side]["envelopes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            if let Some(rule) = e["rejected"]["rule"].as_str() {
+                v.push((dir.to_string(), rule.to_string()));
+            }
+        }
+    }
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// A valid session whose senders break nothing.
+fn want_clean(case: &Value) -> bool {
+    case["valid"] == true && expected(case).is_empty()
+}
+
+fn streams(case: &Value) -> (Vec<u8>, Vec<u8>, Option<usize>, usize) {
+    let read = |side: &str| {
+        std::fs::read(
+            root()
+                .join("vectors")
+                .join(case[side]["file"].as_str().expect("file")),
+        )
+        .expect("stream file")
+    };
+    (
+        read("client_stream"),
+        read("server_stream"),
+        case["server_switch_offset"].as_u64().map(|n| n as usize),
+        case["server_responds_after"]
+            .as_u64()
+            .expect("responds_after") as usize,
+    )
+}
+
+fn session_pcap(case: &Value, options: &Options) -> Vec<u8> {
+    let (client, server, switch, after) = streams(case);
+    let turns = capture::session_turns(&client, &server, switch, after).expect("turns");
+    capture::pcap(&turns, options).expect("pcap")
+}
+
+#[test]
+fn committed_session_captures() {
+    for case in sessions() {
+        let id = case["id"].as_str().expect("id");
+        let path = root().join(format!("vectors/pcap/{id}.pcap"));
+        let bytes = std::fs::read(&path).expect("committed capture");
+        let found = check_bytes(&bytes);
+        assert_eq!(found.len(), 1, "{id}: one connection");
+        assert_eq!(found[0].handshake, "seen", "{id}");
+        assert_eq!(rules(&found), expected(&case), "{id}: {:#?}", found[0].kept);
+        if want_clean(&case) {
+            assert_eq!(found[0].violations, 0, "{id}");
+        }
+    }
+}
+
+#[test]
+fn resegmented_captures_give_the_same_result() {
+    for case in sessions() {
+        let id = case["id"].as_str().expect("id");
+        let want = expected(&case);
+        for mss in [1, 7, 536] {
+            let bytes = session_pcap(&case, &Options::default().resegment(mss));
+            let found = check_bytes(&bytes);
+            assert_eq!(rules(&found), want, "{id} at MSS {mss}");
+        }
+    }
+}
+
+/// Packets of a classic pcap: (record header, data).
+fn records(pcap: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut at = 24;
+    while at < pcap.len() {
+        let len = u32::from_le_bytes(pcap[at + 8..at + 12].try_into().unwrap()) as usize;
+        out.push((
+            pcap[at..at + 16].to_vec(),
+            pcap[at + 16..at + 16 + len].to_vec(),
+        ));
+        at += 16 + len;
+    }
+    out
+}
+
+fn write_pcap(header: &[u8], packets: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
+    let mut out = header[..24].to_vec();
+    for (h, d) in packets {
+        out.extend_from_slice(h);
+        out.extend_from_slice(d);
+    }
+    out
+}
+
+#[test]
+fn reordered_and_retransmitted_segments() {
+    for case in sessions() {
+        let id = case["id"].as_str().expect("id");
+        let base = session_pcap(&case, &Options::default().resegment(97));
+        let mut packets = records(&base);
+        // Swap neighbours (data arrives out of order), then repeat every fifth packet
+        // (retransmissions, some of them after later data).
+        for i in (3..packets.len().saturating_sub(4)).step_by(3) {
+            packets.swap(i, i + 1);
+        }
+        let mut with_dups = Vec::new();
+        for (i, p) in packets.iter().enumerate() {
+            with_dups.push(p.clone());
+            if i % 5 == 4 && i >= 3 {
+                with_dups.push(packets[i - 2].clone());
+            }
+        }
+        let found = check_bytes(&write_pcap(&base, &with_dups));
+        assert_eq!(rules(&found), expected(&case), "{id}: {:#?}", found[0].kept);
+        let retransmitted = found[0].client_to_server.retransmitted_bytes
+            + found[0].server_to_client.retransmitted_bytes;
+        if packets.len() > 40 {
+            assert!(retransmitted > 0, "{id}: retransmissions counted");
+        }
+    }
+}
+
+#[test]
+fn pcapng_gives_the_same_result() {
+    for case in sessions() {
+        let id = case["id"].as_str().expect("id");
+        let base = session_pcap(&case, &Options::default());
+        let mut ng = Vec::new();
+        let block = |ng: &mut Vec<u8>, kind: u32, body: &[u8]| {
+            let pad = (4 - body.len() % 4) % 4;
+            let len = (12 + body.len() + pad) as u32;
+            ng.extend_from_slice(&kind.to_le_bytes());
+            ng.extend_from_slice(&len.to_le_bytes());
+            ng.extend_from_slice(body);
+            ng.extend_from_slice(&vec![0; pad]);
+            ng.extend_from_slice(&len.to_le_bytes());
+        };
+        let mut shb = 0x1a2b_3c4du32.to_le_bytes().to_vec();
+        shb.extend_from_slice(&[1, 0, 0, 0]);
+        shb.extend_from_slice(&(-1i64).to_le_bytes());
+        block(&mut ng, 0x0a0d_0d0a, &shb);
+        let mut idb = 1u16.to_le_bytes().to_vec();
+        idb.extend_from_slice(&[0, 0]);
+        idb.extend_from_slice(&0u32.to_le_bytes());
+        block(&mut ng, 1, &idb);
+        // A block of an unknown type is skipped.
+        block(&mut ng, 0x0bad, &[1, 2, 3]);
+        for (_, data) in records(&base) {
+            let mut epb = 0u32.to_le_bytes().to_vec();
+            epb.extend_from_slice(&[0; 8]);
+            epb.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            epb.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            epb.extend_from_slice(&data);
+            block(&mut ng, 6, &epb);
+        }
+        let a = check_bytes(&base);
+        let b = check_bytes(&ng);
+        assert_eq!(rules(&a), rules(&b), "{id}");
+        assert_eq!(
+            a[0].server_to_client.frames, b[0].server_to_client.frames,
+            "{id}"
+        );
+    }
+}
+
+#[test]
+fn joined_midway_detects_the_format() {
+    for id in [
+        "session.v5",
+        "session.v5-lz4",
+        "session.v5-crc32c",
+        "session.v5-crc32c-lz4",
+        "session.v6-beta",
+    ] {
+        let case = sessions()
+            .into_iter()
+            .find(|c| c["id"] == id)
+            .expect("case");
+        let base = session_pcap(&case, &Options::default().resegment(300));
+        let packets = records(&base);
+        let switch = &case["expected"]["client_receives"]["switch"];
+        let want = format!(
+            "{} {}",
+            switch["format"].as_str().unwrap(),
+            switch["checksum"].as_str().unwrap()
+        );
+        // Start the capture at every packet of the first part: inside the handshake, at the
+        // switch, inside frames and sequences. Never a violation; found where it can be.
+        let mut detected = 0;
+        for start in 1..packets.len().min(40) {
+            let found = check_bytes(&write_pcap(&base, &packets[start..]));
+            for c in &found {
+                assert_eq!(c.violations, 0, "{id} from packet {start}: {:#?}", c.kept);
+                if c.handshake == "joined" && c.server_to_client.envelopes > 0 {
+                    let got = c.negotiated.clone().unwrap_or_default();
+                    assert!(got.contains(&want), "{id}: detected {got}, expected {want}");
+                    detected += 1;
+                }
+            }
+        }
+        assert!(detected > 0, "{id}: the format was never detected");
+    }
+}
+
+#[test]
+fn a_lost_segment_is_a_gap_not_a_violation() {
+    let case = sessions()
+        .into_iter()
+        .find(|c| c["id"] == "session.v5")
+        .expect("case");
+    let base = session_pcap(&case, &Options::default().resegment(1000));
+    let mut packets = records(&base);
+    // Lose one server data packet in the middle of the large response.
+    let victim = packets.len() * 2 / 3;
+    packets.remove(victim);
+    let found = check_bytes(&write_pcap(&base, &packets));
+    let c = &found[0];
+    assert_eq!(c.violations, 0, "{:#?}", c.kept);
+    assert!(
+        c.client_to_server.lost_bytes + c.server_to_client.lost_bytes > 0,
+        "{c:#?}"
+    );
+}

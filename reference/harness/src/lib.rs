@@ -1,0 +1,20 @@
+//! What is built around the sans-IO reference `cqlframe`: everything that judges, records or
+//! replays CQL framing on real bytes.
+//!
+//! - [`rules`]: the one judge. Every tool (the conformance server, the capture checker, the
+//!   probe) feeds it the bytes or events of a connection and reports what it decides.
+//! - [`pcap`]: capture files, read (pcap, pcapng, TCP reassembly) and written.
+//! - [`transcript`] and [`vectors`]: the golden test vectors and their expected results.
+//! - [`conformance`]: the conformance server, the reference adapter and the runner.
+//! - [`probe`]: the reference as a client testing a server.
+//! - [`check`]: every CQL connection of a capture checked.
+//! - [`cql`]: the few CQL requests and results the server and clients speak.
+//! - [`verdict`]: the typed outcome of a case (level, outcome, check) shared by the reports.
+
+pub mod check;
+pub mod conformance;
+pub mod cql;
+pub mod pcap;
+pub mod probe;
+pub mod transcript;
+pub mod vectors;

@@ -1,0 +1,172 @@
+//! A case as a manifest entry, and its expected result as the reference decodes it.
+
+use super::{Case, Input};
+use crate::transcript::{EnvelopeRecord, FrameRecord, Transcript};
+use cqlframe::error::FramingError;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+/// Byte strings up to this long appear as hex in the manifest; longer ones as a SHA-256.
+const INLINE_HEX_LIMIT: usize = 512;
+
+/// A byte string as the manifest shows it.
+pub fn blob(bytes: &[u8]) -> Value {
+    if bytes.len() <= INLINE_HEX_LIMIT {
+        json!({ "length": bytes.len(), "hex": hex::encode(bytes) })
+    } else {
+        json!({ "length": bytes.len(), "sha256": hex::encode(Sha256::digest(bytes)) })
+    }
+}
+
+/// `bytes` cut by a repeating pattern of chunk sizes, or whole.
+pub fn chunks<'a>(bytes: &'a [u8], pattern: Option<&[usize]>) -> Vec<&'a [u8]> {
+    let Some(pattern) = pattern else {
+        return vec![bytes];
+    };
+    let mut out = Vec::new();
+    let mut rest = bytes;
+    for &size in pattern.iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        let (head, tail) = rest.split_at(size.min(rest.len()));
+        out.push(head);
+        rest = tail;
+    }
+    out
+}
+
+pub fn frame_json(f: &FrameRecord) -> Value {
+    json!({
+        "offset": f.offset,
+        "self_contained": f.self_contained,
+        "payload_length": f.payload_length,
+        "uncompressed_length": f.uncompressed_length,
+        "checksum_bit": f.checksum_bit,
+        "reserved": f.reserved,
+        "header_crc24": format!("{:06x}", f.header_crc24),
+        "payload_checksum": format!("{:08x}", f.payload_checksum),
+        "payload": blob(&f.payload),
+        "content": blob(&f.content),
+    })
+}
+
+pub fn envelope_json(e: &EnvelopeRecord) -> Value {
+    json!({
+        "version": e.version,
+        "flags": e.flags,
+        "stream": e.stream,
+        "opcode": e.opcode,
+        "opcode_name": e.opcode_name,
+        "length": e.length,
+        "body": blob(&e.body),
+    })
+}
+
+pub fn error_json(error: Option<&FramingError>) -> Value {
+    let Some(e) = error else { return Value::Null };
+    let mut detail = serde_json::to_value(&e.kind).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut detail {
+        map.remove("kind");
+    }
+    json!({ "rule": e.rule(), "kind": e.kind.name(), "offset": e.offset, "detail": detail })
+}
+
+/// A transcript in the manifest's `expected` layout (also `cqlframe decode --json`).
+pub fn transcript_json(t: &Transcript) -> Value {
+    json!({
+        "frames": t.frames.iter().map(frame_json).collect::<Vec<_>>(),
+        "envelopes": t.envelopes.iter().map(envelope_json).collect::<Vec<_>>(),
+        "error": error_json(t.error.as_ref()),
+    })
+}
+
+/// What the reference reports for `case`, fed whole or in `chunking`.
+pub fn expected(case: &Case, chunking: Option<&[usize]>) -> Value {
+    match &case.input {
+        Input::Frames {
+            settings,
+            max_body,
+            bytes,
+            ..
+        } => transcript_json(&Transcript::decode(
+            *settings,
+            *max_body,
+            chunks(bytes, chunking),
+        )),
+        Input::Session(session) => session.replay(chunking),
+    }
+}
+
+/// The rule of the first error in an expected result, if any.
+fn first_error_rule(expected: &Value) -> Option<String> {
+    let rule = |v: &Value| v["error"]["rule"].as_str().map(str::to_string);
+    rule(expected)
+        .or_else(|| rule(&expected["server_receives"]))
+        .or_else(|| rule(&expected["client_receives"]))
+}
+
+/// Files of a case: name under `vectors/cases/`, and bytes.
+pub type CaseFiles = Vec<(String, Vec<u8>)>;
+
+/// The manifest entry of `case` and the files holding its bytes.
+pub fn entry(case: &Case) -> Result<(Value, CaseFiles), String> {
+    let expected = expected(case, None);
+    let found = first_error_rule(&expected);
+    if found.as_deref() != case.breaks {
+        return Err(format!(
+            "{}: intends to break {:?}, the reference reports {:?}",
+            case.id, case.breaks, found
+        ));
+    }
+    if let Some(rule) = case.breaks {
+        if !case.rules.contains(&rule) {
+            return Err(format!("{}: breaks {rule} but does not cite it", case.id));
+        }
+    }
+    let mut entry = json!({
+        "id": case.id,
+        "description": case.description,
+        "rules": case.rules,
+        "valid": case.breaks.is_none(),
+    });
+    let mut files = Vec::new();
+    match &case.input {
+        Input::Frames {
+            settings,
+            direction,
+            max_body,
+            bytes,
+            decode_only,
+        } => {
+            let file = format!("{}.bin", case.id);
+            entry["kind"] = json!("frames");
+            entry["format"] = json!(settings.format.name());
+            entry["checksum"] = json!(settings.checksum.name());
+            entry["direction"] = json!(direction);
+            entry["max_envelope_body"] = json!(max_body);
+            entry["decode_only"] = json!(decode_only);
+            entry["input"] = with_file(blob(bytes), &file);
+            files.push((file, bytes.clone()));
+        }
+        Input::Session(session) => {
+            entry["kind"] = json!("session");
+            for (side, bytes) in [("client", &session.client), ("server", &session.server)] {
+                let file = format!("{}.{side}.bin", case.id);
+                entry[format!("{side}_stream")] = with_file(blob(bytes), &file);
+                files.push((file, bytes.clone()));
+            }
+            entry["client_switch_offset"] = json!(session.client_switch);
+            entry["server_switch_offset"] = json!(session.server_switch);
+            entry["server_responds_after"] = json!(session.server_responds_after);
+            entry["server_options"] = session.server_options_json();
+        }
+    }
+    entry["expected"] = expected;
+    Ok((entry, files))
+}
+
+fn with_file(mut blob: Value, file: &str) -> Value {
+    blob["file"] = json!(format!("cases/{file}"));
+    blob
+}

@@ -1,0 +1,510 @@
+//! Session cases: both byte streams of a connection from its first byte, for each negotiation,
+//! and the handshake violations. Valid sessions are produced by a reference client and server
+//! talking; invalid ones are edited by hand where a conforming sender would refuse.
+
+use super::{cql, json, Case, Input};
+use crate::transcript::{EnvelopeRecord, FrameRecord};
+use cqlframe::body;
+use cqlframe::connection::{Connection, ConnectionEvent, Negotiated, Role, ServerOptions};
+use cqlframe::encoder::{FrameEncoder, SplitPolicy};
+use cqlframe::envelope::{envelope_bytes, split_envelopes, Opcode, FLAG_USE_BETA};
+use cqlframe::error::FramingError;
+use cqlframe::format::FrameSettings;
+use serde_json::{json, Value};
+
+/// Envelope body limit of both ends in session cases.
+const MAX_BODY: u32 = super::DEFAULT_MAX_BODY;
+
+/// Both streams of a connection and where each switches to framing.
+pub struct Session {
+    pub client: Vec<u8>,
+    pub server: Vec<u8>,
+    /// Offset in the client stream where framing starts (after STARTUP), if it does.
+    pub client_switch: Option<usize>,
+    /// Offset in the server stream where framing starts (after the STARTUP response).
+    pub server_switch: Option<usize>,
+    /// Client bytes the server has received when it sends its STARTUP response.
+    pub server_responds_after: usize,
+    pub server_options: ServerOptions,
+}
+
+impl Session {
+    pub fn server_options_json(&self) -> Value {
+        json!({
+            "lz4": self.server_options.lz4,
+            "frame_checksums": self.server_options.checksums.as_ref().map(|c| c.iter().map(|c| c.name()).collect::<Vec<_>>()),
+        })
+    }
+
+    /// Replays both directions through a reference client and server: what each receives.
+    pub fn replay(&self, chunking: Option<&[usize]>) -> Value {
+        json!({ "client_receives": self.client_side(chunking), "server_receives": self.server_side(chunking) })
+    }
+
+    fn client_side(&self, chunking: Option<&[usize]>) -> Value {
+        let mut client = Connection::new(Role::Client, MAX_BODY, SplitPolicy::DRIVERS);
+        let sent = &self.client[..self.client_switch.unwrap_or(self.client.len())];
+        if let Ok(envelopes) = split_envelopes(sent) {
+            let _ = client.send(&envelopes, &mut Vec::new());
+        }
+        let mut side = Side::default();
+        side.feed(&mut client, &self.server, chunking);
+        side.json()
+    }
+
+    fn server_side(&self, chunking: Option<&[usize]>) -> Value {
+        let mut server =
+            Connection::server(self.server_options.clone(), MAX_BODY, SplitPolicy::SERVER);
+        let mut side = Side::default();
+        let (before, after) = self.client.split_at(self.server_responds_after);
+        side.feed(&mut server, before, chunking);
+        if side.error.is_none() {
+            let response = &self.server[..self.server_switch.unwrap_or(self.server.len())];
+            if let Ok(envelopes) = split_envelopes(response) {
+                let _ = server.send(&envelopes, &mut Vec::new());
+            }
+            if let Some(negotiated) = server.negotiated() {
+                side.switched(self.server_responds_after as u64, negotiated);
+            }
+            side.feed(&mut server, after, chunking);
+        }
+        side.json()
+    }
+}
+
+/// What one end received.
+#[derive(Default)]
+struct Side {
+    switch: Value,
+    frames: Vec<Value>,
+    envelopes: Vec<Value>,
+    error: Option<FramingError>,
+}
+
+impl Side {
+    fn feed(&mut self, conn: &mut Connection, bytes: &[u8], chunking: Option<&[usize]>) {
+        for chunk in json::chunks(bytes, chunking) {
+            let result = conn.receive(chunk, &mut |event| {
+                match event {
+                    ConnectionEvent::Unframed { envelope, .. } => {
+                        self.envelope(false, EnvelopeRecord::of(&envelope))
+                    }
+                    ConnectionEvent::Envelope(envelope) => {
+                        self.envelope(true, EnvelopeRecord::of(&envelope))
+                    }
+                    ConnectionEvent::Rejected { envelope, error } => {
+                        self.envelope(true, EnvelopeRecord::of(&envelope));
+                        if let Some(last) = self.envelopes.last_mut() {
+                            last["framed"] = json!(self.switch.is_object());
+                            last["rejected"] = json::error_json(Some(&error));
+                        }
+                    }
+                    ConnectionEvent::Frame(frame) => {
+                        self.frames.push(json::frame_json(&FrameRecord::of(frame)))
+                    }
+                    ConnectionEvent::Switched { offset, negotiated } => {
+                        self.switched(offset, negotiated)
+                    }
+                }
+                Ok(())
+            });
+            if let Err(e) = result {
+                self.error = Some(e);
+                return;
+            }
+        }
+        if let Err(e) = conn.finish() {
+            self.error = Some(e);
+        }
+    }
+
+    fn switched(&mut self, offset: u64, negotiated: Negotiated) {
+        self.switch = json!({
+            "offset": offset,
+            "version": negotiated.version,
+            "format": negotiated.settings.format.name(),
+            "checksum": negotiated.settings.checksum.name(),
+        });
+    }
+
+    fn envelope(&mut self, framed: bool, record: EnvelopeRecord) {
+        let mut v = json::envelope_json(&record);
+        v["framed"] = json!(framed);
+        self.envelopes.push(v);
+    }
+
+    fn json(&self) -> Value {
+        json!({ "switch": self.switch, "frames": self.frames, "envelopes": self.envelopes, "error": json::error_json(self.error.as_ref()) })
+    }
+}
+
+/// A conversation scripted as alternating client and server turns.
+struct Script {
+    client: Connection,
+    server: Connection,
+    c2s: Vec<u8>,
+    s2c: Vec<u8>,
+    version: u8,
+    flags: u8,
+    client_switch: Option<usize>,
+    server_switch: Option<usize>,
+    server_responds_after: usize,
+    options: ServerOptions,
+}
+
+impl Script {
+    fn new(version: u8, flags: u8, options: ServerOptions) -> Self {
+        Script {
+            client: Connection::new(Role::Client, MAX_BODY, SplitPolicy::DRIVERS),
+            server: Connection::server(options.clone(), MAX_BODY, SplitPolicy::SERVER),
+            c2s: Vec::new(),
+            s2c: Vec::new(),
+            version,
+            flags,
+            client_switch: None,
+            server_switch: None,
+            server_responds_after: 0,
+            options,
+        }
+    }
+
+    fn request(&mut self, stream: i16, opcode: Opcode, body: &[u8]) -> &mut Self {
+        self.requests(&[(stream, opcode, body.to_vec())]);
+        if opcode == Opcode::Startup && self.version >= 5 {
+            self.client_switch = Some(self.c2s.len());
+        }
+        self
+    }
+
+    /// Several requests written together (packed into one frame once framed).
+    fn requests(&mut self, bodies: &[(i16, Opcode, Vec<u8>)]) -> &mut Self {
+        let envelopes: Vec<Vec<u8>> = bodies
+            .iter()
+            .map(|(s, op, b)| envelope_bytes(self.version, self.flags, *s, *op, b))
+            .collect();
+        let refs: Vec<&[u8]> = envelopes.iter().map(Vec::as_slice).collect();
+        let start = self.c2s.len();
+        self.client
+            .send(&refs, &mut self.c2s)
+            .expect("reference client sends");
+        self.server
+            .receive(&self.c2s[start..], &mut |_| Ok(()))
+            .expect("reference server accepts");
+        self
+    }
+
+    fn response(&mut self, stream: i16, opcode: Opcode, body: &[u8]) -> &mut Self {
+        let e = envelope_bytes(self.version | 0x80, self.flags, stream, opcode, body);
+        let startup_response =
+            self.server.negotiated().is_none() && self.client_switch.is_some() && stream == 1;
+        if startup_response {
+            self.server_responds_after = self.c2s.len();
+        }
+        let start = self.s2c.len();
+        self.server
+            .send(&[&e], &mut self.s2c)
+            .expect("reference server sends");
+        self.client
+            .receive(&self.s2c[start..], &mut |_| Ok(()))
+            .expect("reference client accepts");
+        if startup_response {
+            self.server_switch = Some(self.s2c.len());
+        }
+        self
+    }
+
+    fn session(&mut self) -> Session {
+        if self.client_switch.is_none() {
+            self.server_responds_after = self.c2s.len();
+        }
+        Session {
+            client: std::mem::take(&mut self.c2s),
+            server: std::mem::take(&mut self.s2c),
+            client_switch: self.client_switch,
+            server_switch: self.server_switch,
+            server_responds_after: self.server_responds_after,
+            server_options: self.options.clone(),
+        }
+    }
+}
+
+fn supported(options: &ServerOptions) -> Vec<u8> {
+    let mut entries = vec![
+        ("CQL_VERSION", vec!["3.4.7".to_string()]),
+        (
+            "COMPRESSION",
+            if options.lz4 {
+                vec!["lz4".to_string()]
+            } else {
+                vec![]
+            },
+        ),
+        (
+            "PROTOCOL_VERSIONS",
+            ["3/v3", "4/v4", "5/v5", "6/v6-beta"]
+                .map(String::from)
+                .to_vec(),
+        ),
+    ];
+    if let Some(list) = &options.checksums {
+        entries.push((
+            "FRAME_CHECKSUMS",
+            list.iter().map(|c| c.name().to_string()).collect(),
+        ));
+    }
+    body::string_multimap(&entries)
+}
+
+/// OPTIONS, SUPPORTED, STARTUP with `startup`, `response`, then queries, one of them with a
+/// result that spans several frames.
+fn conversation(version: u8, flags: u8, startup: &[(&str, &str)], response: Opcode) -> Session {
+    let options = ServerOptions::default();
+    let mut s = Script::new(version, flags, options.clone());
+    s.request(0, Opcode::Options, &[])
+        .response(0, Opcode::Supported, &supported(&options));
+    s.request(1, Opcode::Startup, &body::string_map(startup));
+    let response_body = match response {
+        Opcode::Error => body::error(body::PROTOCOL_ERROR, "Unknown compression algorithm"),
+        Opcode::Authenticate => body::string("org.apache.cassandra.auth.PasswordAuthenticator"),
+        _ => Vec::new(),
+    };
+    s.response(1, response, &response_body);
+    if response == Opcode::Error {
+        // Framed from here on with the defaults (LIFE-8): the client asks OPTIONS once more,
+        // then closes (LIFE-10).
+        s.request(2, Opcode::Options, &[])
+            .response(2, Opcode::Supported, &supported(&options));
+        return s.session();
+    }
+    if response == Opcode::Authenticate {
+        s.request(
+            2,
+            Opcode::AuthResponse,
+            &cql::bytes_value(b"\0cassandra\0cassandra"),
+        )
+        .response(2, Opcode::AuthSuccess, &(-1i32).to_be_bytes());
+    }
+    s.requests(&[
+        (
+            3,
+            Opcode::Query,
+            cql::query("SELECT k, v FROM ks.table WHERE k = 'row-000001'", version),
+        ),
+        (
+            4,
+            Opcode::Query,
+            cql::query("SELECT k, v FROM ks.table", version),
+        ),
+    ]);
+    s.response(3, Opcode::Result, &cql::rows(1, 100)).response(
+        4,
+        Opcode::Result,
+        &cql::rows(600, 700),
+    );
+    s.session()
+}
+
+fn case(
+    id: &str,
+    description: &str,
+    rules: &[&'static str],
+    breaks: Option<&'static str>,
+    session: Session,
+) -> Case {
+    Case {
+        id: format!("session.{id}"),
+        description: description.into(),
+        rules: rules.to_vec(),
+        breaks,
+        input: Input::Session(session),
+    }
+}
+
+pub fn cases() -> Vec<Case> {
+    let cql = ("CQL_VERSION", "3.0.0");
+    let base = [
+        "LIFE-1", "LIFE-3", "LIFE-4", "LIFE-5", "RECV-4", "RECV-6", "SEND-3",
+    ];
+    let with = |extra: &[&'static str]| [&base[..], extra].concat();
+    let mut all = vec![
+        case(
+            "v4",
+            "Protocol v4: no framing ever, a 420 KB result unframed.",
+            &["LIFE-2", "NEG-7"],
+            None,
+            conversation(4, 0, &[cql, ("FRAME_CHECKSUM", "crc32c")], Opcode::Ready),
+        ),
+        case(
+            "v5",
+            "Protocol v5 without options: uncompressed frames, CRC32.",
+            &with(&["NEG-1", "NEG-5", "CRC-2", "NEG-3"]),
+            None,
+            conversation(5, 0, &[cql], Opcode::Ready),
+        ),
+        case(
+            "v5-lz4",
+            "Protocol v5 with COMPRESSION=lz4.",
+            &with(&["NEG-1", "LZ4-1", "LZ4-3"]),
+            None,
+            conversation(5, 0, &[cql, ("COMPRESSION", "lz4")], Opcode::Ready),
+        ),
+        case(
+            "v5-crc32c",
+            "CRC32C opted into after SUPPORTED listed it.",
+            &with(&[
+                "NEG-3", "NEG-4", "NEG-5", "FMT-5", "FMT-13", "CRC-3", "NEG-8",
+            ]),
+            None,
+            conversation(5, 0, &[cql, ("FRAME_CHECKSUM", "crc32c")], Opcode::Ready),
+        ),
+        case(
+            "v5-crc32c-lz4",
+            "CRC32C and LZ4 together.",
+            &with(&["NEG-1", "NEG-5", "FMT-9", "FMT-13", "CRC-3", "CRC-4"]),
+            None,
+            conversation(
+                5,
+                0,
+                &[cql, ("COMPRESSION", "LZ4"), ("FRAME_CHECKSUM", "CRC32C")],
+                Opcode::Ready,
+            ),
+        ),
+        case(
+            "v6-beta",
+            "Protocol v6-beta with USE_BETA on every envelope: framed as v5.",
+            &with(&["ENV-5", "LIFE-2"]),
+            None,
+            conversation(
+                6,
+                FLAG_USE_BETA,
+                &[cql, ("FRAME_CHECKSUM", "crc32c")],
+                Opcode::Ready,
+            ),
+        ),
+        case(
+            "v5-authenticate",
+            "AUTHENTICATE answers STARTUP: framing starts there; AUTH_RESPONSE is framed.",
+            &with(&[]),
+            None,
+            conversation(5, 0, &[cql, ("COMPRESSION", "lz4")], Opcode::Authenticate),
+        ),
+        case(
+            "v5-version-refused",
+            "A server without v5 answers the v5 STARTUP with ERROR in v4 on stream 0: no switch; the client retries with v4 on a new connection.",
+            &["LIFE-11", "LIFE-9", "LIFE-2"],
+            None,
+            version_refused(),
+        ),
+        case(
+            "v5-startup-error",
+            "ERROR answers STARTUP: both sides then frame uncompressed with CRC32.",
+            &with(&["LIFE-8"]),
+            None,
+            conversation(
+                5,
+                0,
+                &[cql, ("COMPRESSION", "lz4"), ("FRAME_CHECKSUM", "crc32c")],
+                Opcode::Error,
+            ),
+        ),
+    ];
+    all.extend(violations());
+    all
+}
+
+/// A v5 STARTUP refused by a server that speaks v4 at most (what Cassandra 3.x answers).
+fn version_refused() -> Session {
+    let startup = envelope_bytes(
+        5,
+        0,
+        1,
+        Opcode::Startup,
+        &body::string_map(&[("CQL_VERSION", "3.0.0")]),
+    );
+    let refusal = envelope_bytes(
+        0x84,
+        0,
+        0,
+        Opcode::Error,
+        &body::error(
+            body::PROTOCOL_ERROR,
+            "Invalid or unsupported protocol version (5); supported versions are (3/v3, 4/v4)",
+        ),
+    );
+    Session {
+        server_responds_after: startup.len(),
+        client_switch: None,
+        server_switch: None,
+        client: startup,
+        server: refusal,
+        server_options: ServerOptions::default(),
+    }
+}
+
+/// Handshake violations, written by hand where the reference ends refuse to.
+fn violations() -> Vec<Case> {
+    let startup = |options: &[(&str, &str)]| {
+        envelope_bytes(5, 0, 1, Opcode::Startup, &body::string_map(options))
+    };
+    let ready = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
+    let event = envelope_bytes(
+        0x85,
+        0,
+        -1,
+        Opcode::Event,
+        &body::topology_change(
+            "NEW_NODE",
+            std::net::SocketAddrV4::new([10, 0, 0, 7].into(), 9042),
+        ),
+    );
+    let plain =
+        |client: Vec<u8>, server: Vec<u8>, client_switch, server_switch, responds_after| Session {
+            client,
+            server,
+            client_switch,
+            server_switch,
+            server_responds_after: responds_after,
+            server_options: ServerOptions::default(),
+        };
+    let framed = |settings: FrameSettings, envelope: &[u8]| {
+        let mut out = Vec::new();
+        FrameEncoder::new(settings, SplitPolicy::DRIVERS).write_envelopes([envelope], &mut out);
+        out
+    };
+
+    let framed_startup = framed(
+        FrameSettings::default(),
+        &startup(&[("CQL_VERSION", "3.0.0")]),
+    );
+    let good_startup = startup(&[("CQL_VERSION", "3.0.0")]);
+    let after_switch = [ready.clone(), event.clone()].concat();
+    let pipelined = [
+        good_startup.clone(),
+        envelope_bytes(5, 0, 2, Opcode::Query, &cql::query("SELECT 1", 5)),
+    ]
+    .concat();
+    let old_server = [ready.clone(), framed(FrameSettings::default(), &event)].concat();
+    let crc32c_startup = startup(&[("CQL_VERSION", "3.0.0"), ("FRAME_CHECKSUM", "crc32c")]);
+    let n = good_startup.len();
+    let mut wrong_version = good_startup.clone();
+    FrameEncoder::new(FrameSettings::default(), SplitPolicy::DRIVERS).write_envelopes(
+        [
+            envelope_bytes(4, 0, 2, Opcode::Query, &cql::query("SELECT 1", 4)).as_slice(),
+            envelope_bytes(5, 0, 3, Opcode::Query, &cql::query("SELECT 1", 5)).as_slice(),
+        ],
+        &mut wrong_version,
+    );
+    vec![
+        case("framed-startup", "The client frames its STARTUP: the server finds no envelope.", &["LIFE-1", "LIFE-3"], Some("LIFE-3"),
+            plain(framed_startup.clone(), Vec::new(), None, None, framed_startup.len())),
+        case("unframed-after-switch", "The server sends READY, then an unframed EVENT: the client's first frame header fails its CRC24.", &["LIFE-7", "LIFE-4", "RECV-1"], Some("RECV-1"),
+            plain(good_startup.clone(), after_switch, Some(n), Some(ready.len()), n)),
+        case("pipelined-after-startup", "The client sends a QUERY right after STARTUP, before the response: the server detects it (LIFE-12) and stops.", &["LIFE-6", "LIFE-12"], Some("LIFE-6"),
+            plain(pipelined.clone(), Vec::new(), Some(n), None, pipelined.len())),
+        case("crc32c-asked-of-old-server", "The client asks for CRC32C though SUPPORTED did not list it; the old server ignores the key and frames with CRC32: the client rejects the first frame.", &["NEG-4", "RECV-3", "FMT-13"], Some("RECV-3"),
+            Session { server_options: ServerOptions { checksums: None, ..ServerOptions::default() },
+                ..plain(crc32c_startup.clone(), old_server, Some(crc32c_startup.len()), Some(ready.len()), crc32c_startup.len()) }),
+        case("wrong-version-envelope", "After the switch the client sends a v4 QUERY inside a v5 frame, then a proper v5 QUERY: the server refuses the first on its own (ERROR on its stream) and the connection goes on.", &["ENV-2"], None,
+            plain(wrong_version.clone(), ready.clone(), Some(n), Some(ready.len()), n)),
+    ]
+}
