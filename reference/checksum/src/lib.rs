@@ -58,6 +58,18 @@ pub use path::{available_paths, selected_path, Algorithm, Path};
 /// The environment variable that forces a [`Path`] (see the crate documentation).
 pub const ENV_PATH: &str = "CQLFRAME_CRC_PATH";
 
+/// The path in use for each checksum, as `crc24=table crc32=vpclmul512 crc32c=vpclmul512-fused`:
+/// what the benchmarks print beside their figures.
+pub fn selected_paths() -> String {
+    [
+        ("crc24", Algorithm::Crc24),
+        ("crc32", Algorithm::Crc32),
+        ("crc32c", Algorithm::Crc32c),
+    ]
+    .map(|(name, algorithm)| format!("{name}={}", selected_path(algorithm).name()))
+    .join(" ")
+}
+
 /// CRC-24 of a frame header's length/flag bytes (spec rule CRC-1).
 #[inline]
 pub fn crc24(bytes: &[u8]) -> u32 {

@@ -2,7 +2,7 @@
 //! process, so each forced path is checked in a child process running this same test binary.
 
 use cqlframe_checksum::{
-    available_paths, crc24, crc32, crc32c, selected_path, Algorithm, Path, ENV_PATH,
+    available_paths, crc24, crc32, crc32c, selected_path, selected_paths, Algorithm, Path, ENV_PATH,
 };
 
 const CHILD_TEST: &str = "child_reports_its_paths";
@@ -14,8 +14,15 @@ fn child_reports_its_paths() {
         return;
     };
     let forced = Path::from_name(&name);
-    for algorithm in [Algorithm::Crc24, Algorithm::Crc32, Algorithm::Crc32c] {
+    for (algorithm, label) in [
+        (Algorithm::Crc24, "crc24"),
+        (Algorithm::Crc32, "crc32"),
+        (Algorithm::Crc32c, "crc32c"),
+    ] {
         let selected = selected_path(algorithm);
+        let summary = selected_paths();
+        let entry = format!("{label}={}", selected.name());
+        assert!(summary.split(' ').any(|e| e == entry), "{summary}");
         if let Some(forced) = forced.filter(|p| p.computes(algorithm) && p.is_available()) {
             assert_eq!(selected, forced, "{algorithm:?} under {name}");
         } else {
