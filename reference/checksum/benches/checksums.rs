@@ -38,7 +38,10 @@ fn payloads(c: &mut Criterion) {
             b.iter(|| crc32c(black_box(d)))
         });
         // Two of the other paths, to show what each unit gives alone.
-        for (name, path) in [("ours-sse42", Path::Sse42), ("ours-vpclmul512", Path::Vpclmul512)] {
+        for (name, path) in [
+            ("ours-sse42", Path::Sse42),
+            ("ours-vpclmul512", Path::Vpclmul512),
+        ] {
             if crc32c_with(path, b"").is_some() {
                 group.bench_with_input(BenchmarkId::new(name, size), data, |b, d| {
                     b.iter(|| crc32c_with(path, black_box(d)))
