@@ -256,6 +256,49 @@ pub(crate) fn checksum_with(algorithm: Algorithm, path: Path, data: &[u8]) -> Op
     Some(unsafe { kernel(data) })
 }
 
+/// A kernel that also copies its input to a destination with as many writable bytes.
+type CopyKernel = unsafe fn(&[u8], *mut u8) -> u32;
+
+/// The copying kernel of `algorithm` for the selected path, where one makes the copy nearly
+/// free: 512-bit folding is limited by the multiplier, leaving the stores idle. (The fused
+/// CRC-32C path is not: its `crc32` chains would need stores of their own, so the plain 512-bit
+/// fold, copying, serves it.)
+fn copy_kernel(algorithm: Algorithm) -> Option<CopyKernel> {
+    match (algorithm, selected_path(algorithm)) {
+        #[cfg(target_arch = "x86_64")]
+        (Algorithm::Crc32, Path::Vpclmul512) => Some(x86::crc32_vpclmul512_copy),
+        #[cfg(target_arch = "x86_64")]
+        (Algorithm::Crc32c, Path::Vpclmul512 | Path::Vpclmul512Fused) => {
+            Some(x86::crc32c_vpclmul512_copy)
+        }
+        _ => None,
+    }
+}
+
+/// The checksum of `data` through the selected path's copying kernel, `data` appended to `out`
+/// in the same pass; without one, appended by [`crate::append`] then checksummed.
+pub(crate) fn checksum_append(algorithm: Algorithm, data: &[u8], out: &mut Vec<u8>) -> u32 {
+    // Short payloads copy in a few nanoseconds: the plain kernel's call is the cheaper one.
+    const COPY_KERNEL_MIN: usize = 1024;
+    let kernel = (data.len() >= COPY_KERNEL_MIN)
+        .then(|| copy_kernel(algorithm))
+        .flatten();
+    let Some(kernel) = kernel else {
+        crate::append(out, data);
+        return checksum_selected(algorithm, data);
+    };
+    out.reserve(data.len());
+    let len = out.len();
+    // SAFETY: `reserve` left `data.len()` writable bytes after `len`, in `out`'s own buffer
+    // (not `data`'s: `out` is borrowed mutably); the kernel writes all of them and the CPU has
+    // its features (a selected path's).
+    unsafe {
+        let register = kernel(data, out.as_mut_ptr().add(len));
+        out.set_len(len + data.len());
+        register
+    }
+}
+
 /// The checksum through the selected path.
 #[inline]
 pub(crate) fn checksum_selected(algorithm: Algorithm, data: &[u8]) -> u32 {

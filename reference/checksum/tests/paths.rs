@@ -205,3 +205,40 @@ fn catalogue_check_values_through_every_path() {
         check(Algorithm::Crc32c, b"", 0);
     }
 }
+
+/// `crc32_append` / `crc32c_append` (checksum and copy in one pass where the selected path can)
+/// against the reference and a plain copy: every length 0..=2048 and some large ones, at several
+/// source alignments and with several bytes already in the output (the frame header's place).
+#[test]
+fn append_checksums_and_copies() {
+    let data = random_bytes(0xA99E, 2048 + 131_071);
+    let lens: Vec<usize> = (0..=2048).chain([4095, 16_373, 65_599, 131_071]).collect();
+    for (algorithm, append) in [
+        (
+            Algorithm::Crc32,
+            cqlframe_checksum::crc32_append as fn(&[u8], &mut Vec<u8>) -> u32,
+        ),
+        (Algorithm::Crc32c, cqlframe_checksum::crc32c_append),
+    ] {
+        let refs = prefix_references(algorithm, &data);
+        for alignment in [0, 1, 6, 33] {
+            let buf = Aligned::new(&data, alignment);
+            for &len in &lens {
+                for before in [0usize, 6, 8] {
+                    let mut out = vec![0xEE; before];
+                    let got = append(buf.prefix(len), &mut out);
+                    assert_eq!(
+                        got, refs[len],
+                        "{algorithm:?}, len {len}, alignment {alignment}"
+                    );
+                    assert!(
+                        out.len() == before + len
+                            && out[..before].iter().all(|&b| b == 0xEE)
+                            && out[before..] == *buf.prefix(len),
+                        "{algorithm:?} copy, len {len}, alignment {alignment}, after {before}"
+                    );
+                }
+            }
+        }
+    }
+}

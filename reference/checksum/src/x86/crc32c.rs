@@ -10,7 +10,7 @@
 use core::arch::x86_64::*;
 
 use super::fold::key128;
-use super::wide::{acc_bytes, finish, fold_blocks, fold_wide, start, Acc, Wide, Ymm, Zmm};
+use super::wide::{acc_bytes, finish, fold_blocks, fold_wide, start, Acc, NoCopy, Wide, Ymm, Zmm};
 use super::CASTAGNOLI;
 use crate::bitwise::CRC32C_POLY;
 use crate::gf2::{fold_key, inject_key, shift_key};
@@ -243,14 +243,14 @@ unsafe fn fused_block<W: Fused>(
             let (((a, b), c), f) = steps.next()?;
             unsafe {
                 chains::<W>(&mut r, a, b, c);
-                start::<W>(0, f)
+                start::<W, _>(0, f, &mut NoCopy)
             }
         }
     };
     for (((a, b), c), f) in steps {
         unsafe {
             chains::<W>(&mut r, a, b, c);
-            fold_blocks(&mut acc, f, key);
+            fold_blocks(&mut acc, f, key, &mut NoCopy);
         }
     }
     let inject = |register: u64, key: u64| unsafe {
@@ -277,7 +277,7 @@ pub(crate) unsafe fn fused<W: Fused>(state: u32, data: &[u8]) -> u32 {
         if data.len() <= CHAIN_MAX {
             return unsafe { chain(state, data) };
         }
-        return unsafe { reduce(fold_wide::<W>(state, data, keys)) };
+        return unsafe { reduce(fold_wide::<W, _>(state, data, keys, &mut NoCopy)) };
     }
     let key = unsafe { W::splat(keys.by(acc_bytes::<W>())) };
     let mut acc = None;
@@ -302,12 +302,12 @@ pub(crate) unsafe fn fused<W: Fused>(state: u32, data: &[u8]) -> u32 {
     // `None` is not reached (`data` holds a block; blocks split exactly); folding is correct
     // all the same.
     let Some(mut acc) = acc else {
-        return unsafe { reduce(fold_wide::<W>(state, data, keys)) };
+        return unsafe { reduce(fold_wide::<W, _>(state, data, keys, &mut NoCopy)) };
     };
     let (blocks, tail) = rest.split_at(rest.len() / acc_bytes::<W>() * acc_bytes::<W>());
     unsafe {
-        fold_blocks(&mut acc, blocks, key);
-        reduce(finish(&acc, data, tail, keys))
+        fold_blocks(&mut acc, blocks, key, &mut NoCopy);
+        reduce(finish(&acc, data, tail, keys, &mut NoCopy))
     }
 }
 

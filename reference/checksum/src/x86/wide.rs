@@ -26,6 +26,9 @@ pub(crate) trait Wide: Copy {
     /// Loads the first [`Self::BYTES`] of `bytes` (unaligned).
     unsafe fn load(bytes: &[u8]) -> Self;
 
+    /// Stores the register at `dst` (unaligned), which must have [`Self::BYTES`] writable bytes.
+    unsafe fn store(self, dst: *mut u8);
+
     /// A key pair (see [`FoldKeys::by`]) in every lane.
     unsafe fn splat(key: [u64; 2]) -> Self;
 
@@ -64,6 +67,13 @@ impl Wide for Ymm {
         let bytes = &bytes[..Self::BYTES];
         // SAFETY: 32 readable bytes; the load is unaligned.
         Ymm(unsafe { _mm256_loadu_si256(bytes.as_ptr().cast()) })
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn store(self, dst: *mut u8) {
+        // SAFETY: 32 writable bytes (this function's contract).
+        unsafe { _mm256_storeu_si256(dst.cast(), self.0) }
     }
 
     #[inline]
@@ -130,6 +140,13 @@ impl Wide for Zmm {
         let bytes = &bytes[..Self::BYTES];
         // SAFETY: 64 readable bytes; the load is unaligned.
         Zmm(unsafe { _mm512_loadu_si512(bytes.as_ptr().cast()) })
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn store(self, dst: *mut u8) {
+        // SAFETY: 64 writable bytes (this function's contract).
+        unsafe { _mm512_storeu_si512(dst.cast(), self.0) }
     }
 
     #[inline]
@@ -230,6 +247,75 @@ fn xor_lanes(v: __m512i) -> __m128i {
     )
 }
 
+/// Where the message's registers also go as they are loaded: nowhere ([`NoCopy`]), or into a
+/// copy of the message ([`CopyTo`]), so that a frame's payload is checksummed and copied in one
+/// pass over it.
+pub(crate) trait Sink {
+    /// `part`, a sub-slice of the message, was loaded as `register`.
+    unsafe fn put<W: Wide>(&mut self, part: &[u8], register: W);
+}
+
+pub(crate) struct NoCopy;
+
+impl Sink for NoCopy {
+    #[inline(always)]
+    unsafe fn put<W: Wide>(&mut self, _: &[u8], _: W) {}
+}
+
+/// A copy of `src` being written at `dst` (`src.len()` writable bytes) from the registers
+/// loaded, in order; [`CopyTo::finish`] writes the bytes no register carried.
+pub(crate) struct CopyTo<'a> {
+    src: &'a [u8],
+    dst: *mut u8,
+    /// `dst[..written]` is written.
+    written: usize,
+}
+
+impl<'a> CopyTo<'a> {
+    /// # Safety
+    /// `dst` has `src.len()` writable bytes, not overlapping `src`.
+    pub(crate) unsafe fn new(src: &'a [u8], dst: *mut u8) -> Self {
+        CopyTo {
+            src,
+            dst,
+            written: 0,
+        }
+    }
+
+    /// Writes what the registers did not: afterwards `dst` holds all of `src`.
+    #[inline(always)]
+    pub(crate) fn finish(self) {
+        let rest = &self.src[self.written..];
+        // SAFETY: `dst` has `src.len()` writable bytes, apart from `src` (`new`'s contract).
+        unsafe {
+            core::ptr::copy_nonoverlapping(rest.as_ptr(), self.dst.add(self.written), rest.len())
+        }
+    }
+}
+
+impl Sink for CopyTo<'_> {
+    #[inline(always)]
+    unsafe fn put<W: Wide>(&mut self, part: &[u8], register: W) {
+        let at = (part.as_ptr() as usize).wrapping_sub(self.src.as_ptr() as usize);
+        // Only the next bytes in order: anything else is left to `finish`.
+        if at == self.written && at + W::BYTES <= self.src.len() {
+            // SAFETY: `dst[at..at + BYTES]` lies within the `src.len()` writable bytes; the
+            // CPU has `W`'s features (this function's contract).
+            unsafe { register.store(self.dst.add(at)) };
+            self.written = at + W::BYTES;
+        }
+    }
+}
+
+/// Loads the register at the start of `part` and hands it to `sink`.
+#[inline(always)]
+unsafe fn load<W: Wide, S: Sink>(part: &[u8], sink: &mut S) -> W {
+    // SAFETY (both): the CPU has `W`'s features (this function's contract).
+    let register = unsafe { W::load(part) };
+    unsafe { sink.put(part, register) };
+    register
+}
+
 /// Four registers: `4 * W::BYTES` consecutive bytes in flight.
 pub(crate) type Acc<W> = [W; 4];
 
@@ -240,9 +326,9 @@ pub(crate) const fn acc_bytes<W: Wide>() -> usize {
 
 /// Loads the first `acc_bytes::<W>()` bytes of a message, with the register `state` injected.
 #[inline(always)]
-pub(crate) unsafe fn start<W: Wide>(state: u32, block: &[u8]) -> Acc<W> {
+pub(crate) unsafe fn start<W: Wide, S: Sink>(state: u32, block: &[u8], sink: &mut S) -> Acc<W> {
     // SAFETY (all blocks): the CPU has `W`'s features (this function's contract).
-    let mut acc = core::array::from_fn(|i| unsafe { W::load(&block[i * W::BYTES..]) });
+    let mut acc: Acc<W> = core::array::from_fn(|i| unsafe { load(&block[i * W::BYTES..], sink) });
     acc[0] = unsafe { acc[0].xor_lane::<true>(_mm_cvtsi32_si128(state as i32)) };
     acc
 }
@@ -250,11 +336,16 @@ pub(crate) unsafe fn start<W: Wide>(state: u32, block: &[u8]) -> Acc<W> {
 /// Folds the accumulators forward over each `acc_bytes::<W>()`-byte block of `blocks` (whose
 /// length is a multiple of that), with `key` the key pair of that distance.
 #[inline(always)]
-pub(crate) unsafe fn fold_blocks<W: Wide>(acc: &mut Acc<W>, blocks: &[u8], key: W) {
+pub(crate) unsafe fn fold_blocks<W: Wide, S: Sink>(
+    acc: &mut Acc<W>,
+    blocks: &[u8],
+    key: W,
+    sink: &mut S,
+) {
     for block in blocks.chunks_exact(acc_bytes::<W>()) {
         for (a, part) in acc.iter_mut().zip(block.chunks_exact(W::BYTES)) {
             // SAFETY: the CPU has `W`'s features (this function's contract).
-            *a = unsafe { a.fold_xor(key, W::load(part)) };
+            *a = unsafe { a.fold_xor(key, load(part, sink)) };
         }
     }
 }
@@ -262,11 +353,12 @@ pub(crate) unsafe fn fold_blocks<W: Wide>(acc: &mut Acc<W>, blocks: &[u8], key: 
 /// Reduces the accumulators, standing for everything before `rest` (fewer than
 /// `acc_bytes::<W>()` bytes, the end of `data`), and `rest` itself to one lane.
 #[inline(always)]
-pub(crate) unsafe fn finish<W: Wide>(
+pub(crate) unsafe fn finish<W: Wide, S: Sink>(
     acc: &Acc<W>,
     data: &[u8],
     rest: &[u8],
     keys: &FoldKeys,
+    sink: &mut S,
 ) -> __m128i {
     // SAFETY (all blocks): the CPU has `W`'s and `fold.rs`'s features (this function's
     // contract).
@@ -274,18 +366,24 @@ pub(crate) unsafe fn finish<W: Wide>(
     for (i, a) in acc[..3].iter().enumerate() {
         y = unsafe { a.fold_xor(W::splat(keys.by(W::BYTES * (3 - i))), y) };
     }
-    unsafe { fold_registers(y, data, rest, keys) }
+    unsafe { fold_registers(y, data, rest, keys, sink) }
 }
 
 /// Folds `rest` (the end of `data`, `data.len() >= W::BYTES`) into `y`, which stands for
 /// everything before it, one register at a time, then narrows to one lane.
 #[inline(always)]
-unsafe fn fold_registers<W: Wide>(mut y: W, data: &[u8], rest: &[u8], keys: &FoldKeys) -> __m128i {
+unsafe fn fold_registers<W: Wide, S: Sink>(
+    mut y: W,
+    data: &[u8],
+    rest: &[u8],
+    keys: &FoldKeys,
+    sink: &mut S,
+) -> __m128i {
     // SAFETY (all blocks): the CPU has `W`'s features (this function's contract).
     let one = unsafe { W::splat(keys.by(W::BYTES)) };
     let mut registers = rest.chunks_exact(W::BYTES);
     for part in &mut registers {
-        y = unsafe { y.fold_xor(one, W::load(part)) };
+        y = unsafe { y.fold_xor(one, load(part, sink)) };
     }
     unsafe { y.finish_tail(data, registers.remainder().len(), keys) }
 }
@@ -293,15 +391,21 @@ unsafe fn fold_registers<W: Wide>(mut y: W, data: &[u8], rest: &[u8], keys: &Fol
 /// Folds `data` (at least 16 bytes) into one lane that stands for the message register `state`
 /// followed by `data` (see `fold.rs`), with four `W` registers from `acc_bytes::<W>()` bytes up.
 #[inline(always)]
-pub(crate) unsafe fn fold_wide<W: Wide>(state: u32, data: &[u8], keys: &FoldKeys) -> __m128i {
+pub(crate) unsafe fn fold_wide<W: Wide, S: Sink>(
+    state: u32,
+    data: &[u8],
+    keys: &FoldKeys,
+    sink: &mut S,
+) -> __m128i {
     let block = acc_bytes::<W>();
     let Some((first, rest)) = data.split_at_checked(block) else {
         if W::SINGLE {
             if let Some((first, rest)) = data.split_at_checked(W::BYTES) {
                 // SAFETY: the CPU has `W`'s features (this function's contract).
                 return unsafe {
-                    let y = W::load(first).xor_lane::<true>(_mm_cvtsi32_si128(state as i32));
-                    fold_registers(y, data, rest, keys)
+                    let y =
+                        load::<W, S>(first, sink).xor_lane::<true>(_mm_cvtsi32_si128(state as i32));
+                    fold_registers(y, data, rest, keys, sink)
                 };
             }
         }
@@ -310,9 +414,9 @@ pub(crate) unsafe fn fold_wide<W: Wide>(state: u32, data: &[u8], keys: &FoldKeys
     };
     let (blocks, rest) = rest.split_at(rest.len() / block * block);
     // SAFETY (both): the CPU has `W`'s features (this function's contract).
-    let mut acc = unsafe { start::<W>(state, first) };
+    let mut acc = unsafe { start::<W, S>(state, first, sink) };
     unsafe {
-        fold_blocks(&mut acc, blocks, W::splat(keys.by(block)));
-        finish(&acc, data, rest, keys)
+        fold_blocks(&mut acc, blocks, W::splat(keys.by(block)), sink);
+        finish(&acc, data, rest, keys, sink)
     }
 }
