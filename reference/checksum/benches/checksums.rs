@@ -3,17 +3,20 @@
 //! `new_with_initial`) and `crc-fast` (unseeded: the 4-byte seed is no measurable work); CRC-24
 //! of 5- and 3-byte headers vs Cassandra's bit loop and the `crc` crate.
 //!
-//! `bench.sh` runs this and prints the table of medians.
+//! `bench.sh` runs this and prints the table of medians. Beside them, the ceilings of the CPU's two
+//! units (see `ceilings.rs`), and the CPU and the paths in use, recorded in
+//! `$CRITERION_HOME/machine.txt` (also printed).
 
 use std::hint::black_box;
 use std::time::Duration;
 
 #[path = "../tests/common/cassandra_crc24.rs"]
 mod cassandra_crc24;
+mod ceilings;
 
 use cassandra_crc24::CASSANDRA_CRC24;
-use cqlframe_checksum::{bitwise, crc24, crc32, crc32c, crc32c_with, Path};
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use cqlframe_checksum::{bitwise, crc24, crc32, crc32c, crc32c_with, selected_paths, Path};
+use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 
 const SIZES: [usize; 4] = [64, 2037, 16373, 131_071];
 
@@ -34,10 +37,16 @@ fn payloads(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("ours", size), data, |b, d| {
             b.iter(|| crc32c(black_box(d)))
         });
-        if crc32c_with(Path::Sse42, b"").is_some() {
-            group.bench_with_input(BenchmarkId::new("ours-sse42", size), data, |b, d| {
-                b.iter(|| crc32c_with(Path::Sse42, black_box(d)))
-            });
+        // Two of the other paths, to show what each unit gives alone.
+        for (name, path) in [
+            ("ours-sse42", Path::Sse42),
+            ("ours-vpclmul512", Path::Vpclmul512),
+        ] {
+            if crc32c_with(path, b"").is_some() {
+                group.bench_with_input(BenchmarkId::new(name, size), data, |b, d| {
+                    b.iter(|| crc32c_with(path, black_box(d)))
+                });
+            }
         }
         group.bench_with_input(BenchmarkId::new("crc32c", size), data, |b, d| {
             b.iter(|| crc32c::crc32c(black_box(d)))
@@ -83,6 +92,39 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = payloads, headers
+    targets = payloads, headers, ceilings::ceilings
 }
-criterion_main!(benches);
+
+/// The CPU model (`/proc/cpuinfo`) and the paths in use, one line each.
+fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        cpuinfo
+            .lines()
+            .find(|l| l.split(':').next().map(str::trim) == Some(name))
+            .and_then(|l| l.split_once(':'))
+            .map_or("?", |(_, v)| v.trim())
+    };
+    format!(
+        "CPU: {} (family {} model {})\npaths: {}\n",
+        field("model name"),
+        field("cpu family"),
+        field("model"),
+        selected_paths()
+    )
+}
+
+fn main() {
+    let machine = machine();
+    eprint!("{machine}");
+    if let Some(dir) = std::env::var_os("CRITERION_HOME") {
+        let dir = std::path::PathBuf::from(dir);
+        let written = std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(dir.join("machine.txt"), &machine));
+        if let Err(e) = written {
+            eprintln!("cannot record the machine in {}: {e}", dir.display());
+        }
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -37,21 +37,27 @@ pub enum Path {
     Pclmul,
     /// x86-64 256-bit VPCLMULQDQ folding (with AVX2). CRC-32 and CRC-32C.
     Vpclmul,
-    /// x86-64 VPCLMULQDQ folding running alongside three `crc32` chains. CRC-32C only.
+    /// x86-64 256-bit VPCLMULQDQ folding running alongside three `crc32` chains. CRC-32C only.
     VpclmulFused,
+    /// x86-64 512-bit VPCLMULQDQ folding (with AVX-512F and BW). CRC-32 and CRC-32C.
+    Vpclmul512,
+    /// x86-64 512-bit VPCLMULQDQ folding running alongside three `crc32` chains. CRC-32C only.
+    Vpclmul512Fused,
     /// AArch64 `crc32x`/`crc32cx` instructions (feature `crc`). CRC-32 and CRC-32C.
     Aarch64Crc,
 }
 
 impl Path {
     /// Every path, in declaration order.
-    pub const ALL: [Path; 7] = [
+    pub const ALL: [Path; 9] = [
         Path::Bitwise,
         Path::Table,
         Path::Sse42,
         Path::Pclmul,
         Path::Vpclmul,
         Path::VpclmulFused,
+        Path::Vpclmul512,
+        Path::Vpclmul512Fused,
         Path::Aarch64Crc,
     ];
 
@@ -64,6 +70,8 @@ impl Path {
             Path::Pclmul => "pclmul",
             Path::Vpclmul => "vpclmul",
             Path::VpclmulFused => "vpclmul-fused",
+            Path::Vpclmul512 => "vpclmul512",
+            Path::Vpclmul512Fused => "vpclmul512-fused",
             Path::Aarch64Crc => "aarch64-crc",
         }
     }
@@ -71,6 +79,20 @@ impl Path {
     /// The path called `name` (see [`Path::name`]).
     pub fn from_name(name: &str) -> Option<Path> {
         Path::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// What the CPU must have to run the path (see [`Path::is_available`]).
+    pub fn requires(self) -> &'static str {
+        match self {
+            Path::Bitwise | Path::Table => "nothing",
+            Path::Sse42 => "x86-64 with SSE4.2 and PCLMULQDQ",
+            Path::Pclmul => "x86-64 with PCLMULQDQ, SSE4.1 and SSSE3",
+            Path::Vpclmul => "x86-64 with AVX2 and VPCLMULQDQ (and PCLMULQDQ, SSE4.1, SSSE3)",
+            Path::VpclmulFused => "x86-64 with AVX2, VPCLMULQDQ and SSE4.2",
+            Path::Vpclmul512 => "x86-64 with AVX-512F, AVX-512BW and VPCLMULQDQ",
+            Path::Vpclmul512Fused => "x86-64 with AVX-512F, AVX-512BW, VPCLMULQDQ and SSE4.2",
+            Path::Aarch64Crc => "AArch64 with the CRC extension",
+        }
     }
 
     /// Whether this CPU can run the path (detected at run time).
@@ -95,6 +117,14 @@ impl Path {
             }
             #[cfg(target_arch = "x86_64")]
             Path::VpclmulFused => Path::Vpclmul.is_available() && Path::Sse42.is_available(),
+            #[cfg(target_arch = "x86_64")]
+            Path::Vpclmul512 => {
+                Path::Vpclmul.is_available()
+                    && is_x86_feature_detected!("avx512f")
+                    && is_x86_feature_detected!("avx512bw")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Path::Vpclmul512Fused => Path::Vpclmul512.is_available() && Path::Sse42.is_available(),
             #[cfg(target_arch = "aarch64")]
             Path::Aarch64Crc => std::arch::is_aarch64_feature_detected!("crc"),
             _ => false,
@@ -105,8 +135,12 @@ impl Path {
     pub fn computes(self, algorithm: Algorithm) -> bool {
         match self {
             Path::Bitwise | Path::Table => true,
-            Path::Pclmul | Path::Vpclmul | Path::Aarch64Crc => algorithm != Algorithm::Crc24,
-            Path::Sse42 | Path::VpclmulFused => algorithm == Algorithm::Crc32c,
+            Path::Pclmul | Path::Vpclmul | Path::Vpclmul512 | Path::Aarch64Crc => {
+                algorithm != Algorithm::Crc24
+            }
+            Path::Sse42 | Path::VpclmulFused | Path::Vpclmul512Fused => {
+                algorithm == Algorithm::Crc32c
+            }
         }
     }
 }
@@ -142,6 +176,12 @@ fn kernel(algorithm: Algorithm, path: Path) -> Option<Kernel> {
         (Crc32c, Path::Sse42) => x86::crc32c_sse42,
         #[cfg(target_arch = "x86_64")]
         (Crc32c, Path::VpclmulFused) => x86::crc32c_fused,
+        #[cfg(target_arch = "x86_64")]
+        (Crc32, Path::Vpclmul512) => x86::crc32_vpclmul512,
+        #[cfg(target_arch = "x86_64")]
+        (Crc32c, Path::Vpclmul512) => x86::crc32c_vpclmul512,
+        #[cfg(target_arch = "x86_64")]
+        (Crc32c, Path::Vpclmul512Fused) => x86::crc32c_fused512,
         #[cfg(target_arch = "aarch64")]
         (Crc32, Path::Aarch64Crc) => crate::aarch64::crc32,
         #[cfg(target_arch = "aarch64")]
@@ -188,8 +228,18 @@ fn choose(algorithm: Algorithm) -> Path {
     }
     let preference: &[Path] = match algorithm {
         Algorithm::Crc24 => &[],
-        Algorithm::Crc32 => &[Path::Vpclmul, Path::Pclmul, Path::Aarch64Crc],
-        Algorithm::Crc32c => &[Path::VpclmulFused, Path::Sse42, Path::Aarch64Crc],
+        Algorithm::Crc32 => &[
+            Path::Vpclmul512,
+            Path::Vpclmul,
+            Path::Pclmul,
+            Path::Aarch64Crc,
+        ],
+        Algorithm::Crc32c => &[
+            Path::Vpclmul512Fused,
+            Path::VpclmulFused,
+            Path::Sse42,
+            Path::Aarch64Crc,
+        ],
     };
     preference
         .iter()
@@ -204,6 +254,49 @@ pub(crate) fn checksum_with(algorithm: Algorithm, path: Path, data: &[u8]) -> Op
     let kernel = kernel(algorithm, path).filter(|_| path.is_available())?;
     // SAFETY: the CPU has the path's features (just checked).
     Some(unsafe { kernel(data) })
+}
+
+/// A kernel that also copies its input to a destination with as many writable bytes.
+type CopyKernel = unsafe fn(&[u8], *mut u8) -> u32;
+
+/// The copying kernel of `algorithm` for the selected path, where one makes the copy nearly
+/// free: 512-bit folding is limited by the multiplier, leaving the stores idle. (The fused
+/// CRC-32C path is not: its `crc32` chains would need stores of their own, so the plain 512-bit
+/// fold, copying, serves it.)
+fn copy_kernel(algorithm: Algorithm) -> Option<CopyKernel> {
+    match (algorithm, selected_path(algorithm)) {
+        #[cfg(target_arch = "x86_64")]
+        (Algorithm::Crc32, Path::Vpclmul512) => Some(x86::crc32_vpclmul512_copy),
+        #[cfg(target_arch = "x86_64")]
+        (Algorithm::Crc32c, Path::Vpclmul512 | Path::Vpclmul512Fused) => {
+            Some(x86::crc32c_vpclmul512_copy)
+        }
+        _ => None,
+    }
+}
+
+/// The checksum of `data` through the selected path's copying kernel, `data` appended to `out`
+/// in the same pass; without one, appended by [`crate::append`] then checksummed.
+pub(crate) fn checksum_append(algorithm: Algorithm, data: &[u8], out: &mut Vec<u8>) -> u32 {
+    // Short payloads copy in a few nanoseconds: the plain kernel's call is the cheaper one.
+    const COPY_KERNEL_MIN: usize = 1024;
+    let kernel = (data.len() >= COPY_KERNEL_MIN)
+        .then(|| copy_kernel(algorithm))
+        .flatten();
+    let Some(kernel) = kernel else {
+        crate::append(out, data);
+        return checksum_selected(algorithm, data);
+    };
+    out.reserve(data.len());
+    let len = out.len();
+    // SAFETY: `reserve` left `data.len()` writable bytes after `len`, in `out`'s own buffer
+    // (not `data`'s: `out` is borrowed mutably); the kernel writes all of them and the CPU has
+    // its features (a selected path's).
+    unsafe {
+        let register = kernel(data, out.as_mut_ptr().add(len));
+        out.set_len(len + data.len());
+        register
+    }
 }
 
 /// The checksum through the selected path.

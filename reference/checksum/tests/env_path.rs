@@ -2,7 +2,8 @@
 //! process, so each forced path is checked in a child process running this same test binary.
 
 use cqlframe_checksum::{
-    available_paths, crc24, crc32, crc32c, selected_path, Algorithm, Path, ENV_PATH,
+    available_paths, crc24, crc32, crc32_append, crc32c, crc32c_append, selected_path,
+    selected_paths, Algorithm, Path, ENV_PATH,
 };
 
 const CHILD_TEST: &str = "child_reports_its_paths";
@@ -14,8 +15,15 @@ fn child_reports_its_paths() {
         return;
     };
     let forced = Path::from_name(&name);
-    for algorithm in [Algorithm::Crc24, Algorithm::Crc32, Algorithm::Crc32c] {
+    for (algorithm, label) in [
+        (Algorithm::Crc24, "crc24"),
+        (Algorithm::Crc32, "crc32"),
+        (Algorithm::Crc32c, "crc32c"),
+    ] {
         let selected = selected_path(algorithm);
+        let summary = selected_paths();
+        let entry = format!("{label}={}", selected.name());
+        assert!(summary.split(' ').any(|e| e == entry), "{summary}");
         if let Some(forced) = forced.filter(|p| p.computes(algorithm) && p.is_available()) {
             assert_eq!(selected, forced, "{algorithm:?} under {name}");
         } else {
@@ -32,6 +40,11 @@ fn child_reports_its_paths() {
     let long: Vec<u8> = (0..5000u32).map(|i| ((i * 131) >> 3) as u8).collect();
     assert_eq!(crc32(&long), cqlframe_checksum::bitwise::crc32(&long));
     assert_eq!(crc32c(&long), cqlframe_checksum::bitwise::crc32c(&long));
+    // The appending forms, through the same forced path (or its fallback).
+    let mut out = vec![1, 2, 3, 4, 5, 6];
+    assert_eq!(crc32_append(&long, &mut out), crc32(&long));
+    assert_eq!(crc32c_append(&long, &mut out), crc32c(&long));
+    assert!(out[6..] == [long.as_slice(), &long].concat());
     println!(
         "forced {name}: {:?}",
         [Algorithm::Crc24, Algorithm::Crc32, Algorithm::Crc32c].map(selected_path)

@@ -75,9 +75,22 @@ fn the_expected_paths_are_available() {
         }
         if is_x86_feature_detected!("vpclmulqdq") && is_x86_feature_detected!("avx2") {
             assert!(paths.contains(&Path::Vpclmul) && paths.contains(&Path::VpclmulFused));
+            if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
+                assert!(
+                    paths.contains(&Path::Vpclmul512) && paths.contains(&Path::Vpclmul512Fused)
+                );
+            }
         }
     }
     eprintln!("available paths: {paths:?}");
+    // The sweeps below run every available path; say which ones this CPU skips, and why.
+    for path in Path::ALL.into_iter().filter(|p| !paths.contains(p)) {
+        eprintln!(
+            "SKIPPED {path:?} ({}): this CPU lacks what it requires: {}",
+            path.name(),
+            path.requires()
+        );
+    }
 }
 
 #[test]
@@ -105,11 +118,12 @@ fn every_length_and_alignment() {
 }
 
 /// Lengths on both sides of the striped paths' block sizes and their sums: three-way blocks of
-/// 3 x 16..4096-byte stripes; fused blocks of n x 248 bytes, n up to 32 (7936 bytes), the first
-/// from 496 bytes on.
+/// 3 x 16..4096-byte stripes; 256-bit fused blocks of n x 248 bytes, n up to 32 (7936 bytes),
+/// the first from 496 bytes on; 512-bit fused blocks of n x 328 bytes, n up to 64 (20992 bytes),
+/// the first from 13 x 328 = 4264 bytes on; 512-bit folding's 64- and 256-byte steps.
 #[test]
 fn lengths_around_block_sizes() {
-    let data = random_bytes(0xB10C, 4 * 7936 + 300);
+    let data = random_bytes(0xB10C, 3 * 20992 + 4264 + 300);
     let mut lens: Vec<usize> = Vec::new();
     for block in [
         48usize,
@@ -122,6 +136,11 @@ fn lengths_around_block_sizes() {
         2 * 7936,
         7936 + 1984,
         3 * 7936 + 1984,
+        4264,
+        20992,
+        20992 + 4264,
+        2 * 20992 + 656,
+        3 * 20992 + 4264,
     ] {
         lens.extend(block.saturating_sub(70)..=block + 70);
     }
@@ -184,5 +203,42 @@ fn catalogue_check_values_through_every_path() {
         check(Algorithm::Crc32, b"hello", 0xB60E_8074);
         check(Algorithm::Crc32c, b"123456789", 0xE306_9283);
         check(Algorithm::Crc32c, b"", 0);
+    }
+}
+
+/// `crc32_append` / `crc32c_append` (checksum and copy in one pass where the selected path can)
+/// against the reference and a plain copy: every length 0..=2048 and some large ones, at several
+/// source alignments and with several bytes already in the output (the frame header's place).
+#[test]
+fn append_checksums_and_copies() {
+    let data = random_bytes(0xA99E, 2048 + 131_071);
+    let lens: Vec<usize> = (0..=2048).chain([4095, 16_373, 65_599, 131_071]).collect();
+    for (algorithm, append) in [
+        (
+            Algorithm::Crc32,
+            cqlframe_checksum::crc32_append as fn(&[u8], &mut Vec<u8>) -> u32,
+        ),
+        (Algorithm::Crc32c, cqlframe_checksum::crc32c_append),
+    ] {
+        let refs = prefix_references(algorithm, &data);
+        for alignment in [0, 1, 6, 33] {
+            let buf = Aligned::new(&data, alignment);
+            for &len in &lens {
+                for before in [0usize, 6, 8] {
+                    let mut out = vec![0xEE; before];
+                    let got = append(buf.prefix(len), &mut out);
+                    assert_eq!(
+                        got, refs[len],
+                        "{algorithm:?}, len {len}, alignment {alignment}"
+                    );
+                    assert!(
+                        out.len() == before + len
+                            && out[..before].iter().all(|&b| b == 0xEE)
+                            && out[before..] == *buf.prefix(len),
+                        "{algorithm:?} copy, len {len}, alignment {alignment}, after {before}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -40,9 +40,7 @@ use cqlframe::encoder::{FrameEncoder, SplitPolicy};
 use cqlframe::frame_decoder::FrameDecoder;
 use cqlframe::{Format, FrameSettings};
 use criterion::measurement::WallTime;
-use criterion::{
-    criterion_group, criterion_main, BatchSize, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
-};
+use criterion::{criterion_group, BatchSize, BenchmarkGroup, BenchmarkId, Criterion, Throughput};
 
 const CHUNK: usize = 64 * 1024;
 const PAGE: usize = 4096;
@@ -441,4 +439,19 @@ criterion_group! {
     config = criterion();
     targets = decode, encode, raw
 }
-criterion_main!(benches);
+
+fn main() {
+    // The checksum paths in use beside the figures: printed, and kept for report.py.
+    let paths = cqlframe::checksum::selected_paths();
+    eprintln!("checksum paths: {paths}");
+    if let Some(dir) = std::env::var_os("CRITERION_HOME") {
+        let dir = std::path::PathBuf::from(dir);
+        let written = std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(dir.join("checksum-paths.txt"), format!("{paths}\n")));
+        if let Err(e) = written {
+            eprintln!("cannot record the checksum paths in {}: {e}", dir.display());
+        }
+    }
+    benches();
+    criterion().final_summary();
+}

@@ -48,9 +48,11 @@ def sh(cmd):
 
 
 def machine():
-    cpu = sh("lscpu | sed -n 's/^Model name: *//p'")
+    cpu = "%s (family %s model %s)" % (sh("lscpu | sed -n 's/^Model name: *//p'"),
+                                       sh("lscpu | sed -n 's/^CPU family: *//p'"),
+                                       sh("lscpu | sed -n 's/^Model: *//p'"))
     flags = sh("grep -m1 '^flags' /proc/cpuinfo")
-    feats = [f for f in ("avx2", "avx512f", "vpclmulqdq", "pclmulqdq", "sse4_2") if " %s" % f in flags]
+    feats = [f for f in ("avx2", "avx512f", "avx512bw", "vpclmulqdq", "pclmulqdq", "sse4_2") if " %s" % f in flags]
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
@@ -62,6 +64,15 @@ def machine():
         "go": sh("go version"),
         "python": sh("python3 -V"),
     }
+
+
+def checksum_paths(crit):
+    """The checksum paths the framing bench used (it records them beside criterion's output)."""
+    try:
+        with open(os.path.join(crit, "checksum-paths.txt")) as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
 
 
 def main(out_dir, crit, check=False):
@@ -234,9 +245,11 @@ def main(out_dir, crit, check=False):
     up0 = sh("cat %s/uptime-start.txt" % out_dir)
     up1 = sh("cat %s/uptime-end.txt" % out_dir)
     elapsed = sh("cat %s/elapsed-seconds.txt" % out_dir)
+    mach["checksum_paths"] = checksum_paths(crit)
     md.append("Machine: %s, %s cores (%s), Linux %s, glibc %s; %s; %s; %s; %s." % (
         mach["cpu"], mach["cores"], ", ".join(mach["features"]), mach["kernel"], mach["glibc"],
         mach["rustc"], mach["java"], mach["go"], mach["python"]))
+    md.append("Checksum paths in use (ours): %s." % mach["checksum_paths"])
     md.append("Load: start `%s`, end `%s`; run took %s s." % (up0, up1, elapsed or "?"))
     text = "\n".join(md)
     print(text)

@@ -99,12 +99,11 @@ impl FrameEncoder {
             true,
             &mut self.compressed,
         );
-        write_raw(
-            &header,
-            payload,
-            self.settings.checksum.compute(payload),
-            out,
-        );
+        out.reserve(header.format.header_len() + payload.len() + 4);
+        header.write(out);
+        // Checksummed and copied in one pass where the checksum path can (AVX-512).
+        let trailer = self.settings.checksum.compute_append(payload, out);
+        out.extend_from_slice(&trailer.to_le_bytes());
         Ok(header)
     }
 
@@ -182,7 +181,8 @@ pub fn frame_parts<'a>(
 /// `payload`, and `trailer` as the payload checksum. Test-vector and fault-injection builders
 /// use this to write frames that break rules on purpose.
 pub fn write_raw(header: &FrameHeader, payload: &[u8], trailer: u32, out: &mut Vec<u8>) {
+    out.reserve(header.format.header_len() + payload.len() + 4);
     header.write(out);
-    out.extend_from_slice(payload);
+    cqlframe_checksum::append(out, payload);
     out.extend_from_slice(&trailer.to_le_bytes());
 }

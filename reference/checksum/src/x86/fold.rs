@@ -2,8 +2,8 @@
 //! PCLMULQDQ"), for any reflected 32-bit polynomial: the message is cut into 128-bit lanes and
 //! each lane is moved forward by multiplying its halves with `x^k mod P` keys (see
 //! [`crate::gf2::fold_key`]) and XORed into a later lane, until one lane stands for the whole
-//! message. Several independent lanes are in flight to cover the multiplier's latency: eight
-//! 128-bit lanes with PCLMULQDQ, four 256-bit registers (eight lanes) with VPCLMULQDQ.
+//! message. Several independent lanes are in flight to cover the multiplier's latency: here eight
+//! 128-bit lanes with PCLMULQDQ; `wide.rs` folds 256- and 512-bit registers of lanes.
 
 use core::arch::x86_64::*;
 
@@ -12,7 +12,10 @@ use crate::gf2::{fold_key, times_x_pow, Barrett};
 /// Fold keys for one polynomial: `by[i]` moves a lane forward by `16 * (i + 1)` bytes; the
 /// others are [`reduce`]'s.
 pub(crate) struct FoldKeys {
-    by: [[u64; 2]; 8],
+    by: [[u64; 2]; 16],
+    /// `to_end[r]`: the key pairs moving the four lanes of a 64-byte register forward by
+    /// `48 + r`, `32 + r`, `16 + r` and `r` bytes (`r` in 1..64; entry 0 unused).
+    to_end: [[u64; 8]; 64],
     /// `x^96 mod P` and `x^64 mod P` as fold operands (see [`reduce`]).
     x96: u64,
     x64: u64,
@@ -21,24 +24,43 @@ pub(crate) struct FoldKeys {
 
 impl FoldKeys {
     pub(crate) const fn new(poly: u32) -> Self {
-        let mut by = [[0; 2]; 8];
+        let mut by = [[0; 2]; 16];
         let mut i = 0;
-        while i < 8 {
+        while i < 16 {
             by[i] = fold_key(poly, 16 * (i as u64 + 1));
             i += 1;
         }
+        let mut to_end = [[0; 8]; 64];
+        let mut r = 1;
+        while r < 64 {
+            let mut lane = 0;
+            while lane < 4 {
+                let key = fold_key(poly, (r + 48 - 16 * lane) as u64);
+                to_end[r][2 * lane] = key[0];
+                to_end[r][2 * lane + 1] = key[1];
+                lane += 1;
+            }
+            r += 1;
+        }
         FoldKeys {
             by,
+            to_end,
             x96: times_x_pow(poly, 96),
             x64: times_x_pow(poly, 64),
             barrett: Barrett::new(poly),
         }
     }
 
-    /// The key pair moving a lane forward by `bytes` (a multiple of 16, at most 128).
+    /// The key pair moving a lane forward by `bytes` (a multiple of 16, at most 256).
     #[inline(always)]
     pub(crate) fn by(&self, bytes: usize) -> [u64; 2] {
         self.by[bytes / 16 - 1]
+    }
+
+    /// The key pairs of `to_end` for `r` bytes (1..64), lane by lane.
+    #[inline(always)]
+    pub(crate) fn to_end(&self, r: usize) -> &[u64; 8] {
+        &self.to_end[r]
     }
 }
 
@@ -55,13 +77,6 @@ pub(crate) fn load128(bytes: &[u8; 16]) -> __m128i {
     unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) }
 }
 
-#[inline]
-#[target_feature(enable = "avx")]
-pub(crate) fn load256(bytes: &[u8; 32]) -> __m256i {
-    // SAFETY: 32 readable bytes; the load is unaligned.
-    unsafe { _mm256_loadu_si256(bytes.as_ptr().cast()) }
-}
-
 /// Moves one lane forward by the distance of `key`.
 #[inline]
 #[target_feature(enable = "pclmulqdq")]
@@ -70,22 +85,6 @@ pub(crate) fn fold128(lane: __m128i, key: __m128i) -> __m128i {
         _mm_clmulepi64_si128(lane, key, 0x00),
         _mm_clmulepi64_si128(lane, key, 0x11),
     )
-}
-
-/// Moves both lanes of a 256-bit register forward by the distance of `key` (the same in both).
-#[inline]
-#[target_feature(enable = "avx2,vpclmulqdq")]
-pub(crate) fn fold256(lanes: __m256i, key: __m256i) -> __m256i {
-    _mm256_xor_si256(
-        _mm256_clmulepi64_epi128(lanes, key, 0x00),
-        _mm256_clmulepi64_epi128(lanes, key, 0x11),
-    )
-}
-
-#[inline]
-#[target_feature(enable = "avx2")]
-pub(crate) fn key256(key: [u64; 2]) -> __m256i {
-    _mm256_broadcastsi128_si256(key128(key))
 }
 
 /// Shuffle masks for the final partial lane: 16 "zero" indices, 0..16, 16 "zero" indices.
@@ -156,99 +155,39 @@ fn fold_n<'a, const N: usize>(
 #[inline]
 #[target_feature(enable = "pclmulqdq,sse4.1,ssse3")]
 pub(crate) fn fold_pclmul(state: u32, data: &[u8], keys: &FoldKeys) -> __m128i {
-    let k16 = key128(keys.by(16));
     let (lanes, rest) = data.as_chunks::<16>();
     // The register enters as the first four message bytes XORed with it.
     let inject = _mm_cvtsi32_si128(state as i32);
-    let Some((mut acc, remaining)) = fold_n::<8>(inject, lanes, keys)
+    let Some((acc, remaining)) = fold_n::<8>(inject, lanes, keys)
         .or_else(|| fold_n::<4>(inject, lanes, keys))
         .or_else(|| fold_n::<2>(inject, lanes, keys))
         .or_else(|| fold_n::<1>(inject, lanes, keys))
     else {
         return inject; // not reached for data.len() >= 16
     };
-    for lane in remaining {
+    finish_lanes(acc, data, remaining, rest.len(), keys)
+}
+
+/// Folds `lanes` (whole 16-byte lanes) and then the last `tail` bytes (0..=15) of `data` into
+/// `acc`, which stands for everything before them.
+#[inline]
+#[target_feature(enable = "pclmulqdq,sse4.1,ssse3")]
+pub(crate) fn finish_lanes(
+    mut acc: __m128i,
+    data: &[u8],
+    lanes: &[[u8; 16]],
+    tail: usize,
+    keys: &FoldKeys,
+) -> __m128i {
+    let k16 = key128(keys.by(16));
+    for lane in lanes {
         acc = _mm_xor_si128(fold128(acc, k16), load128(lane));
     }
-    if rest.is_empty() {
+    if tail == 0 {
         acc
     } else {
-        fold_tail(acc, data, rest.len(), k16)
+        fold_tail(acc, data, tail, k16)
     }
-}
-
-/// Four 256-bit accumulators: eight lanes covering 128 consecutive bytes.
-pub(crate) type Acc4 = [__m256i; 4];
-
-/// Loads the first 128 bytes of a message as accumulators, with the register `state` injected.
-#[inline]
-#[target_feature(enable = "avx2")]
-pub(crate) fn start4(state: u32, block: &[u8; 128]) -> Acc4 {
-    let (quarters, _) = block.as_chunks::<32>();
-    let mut acc = [_mm256_setzero_si256(); 4];
-    for (acc, quarter) in acc.iter_mut().zip(quarters) {
-        *acc = load256(quarter);
-    }
-    acc[0] = _mm256_xor_si256(
-        acc[0],
-        _mm256_zextsi128_si256(_mm_cvtsi32_si128(state as i32)),
-    );
-    acc
-}
-
-/// Folds the accumulators forward by 128 bytes over each block of `blocks`.
-#[inline]
-#[target_feature(enable = "avx2,vpclmulqdq")]
-pub(crate) fn fold4(acc: &mut Acc4, blocks: &[[u8; 128]], k128: __m256i) {
-    for block in blocks {
-        let (quarters, _) = block.as_chunks::<32>();
-        for (acc, quarter) in acc.iter_mut().zip(quarters) {
-            *acc = _mm256_xor_si256(fold256(*acc, k128), load256(quarter));
-        }
-    }
-}
-
-/// Reduces the accumulators, standing for everything before `rest` (fewer than 128 bytes, the
-/// end of `data`), and `rest` itself to one lane.
-#[inline]
-#[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,sse4.1,ssse3")]
-pub(crate) fn finish4(acc: &Acc4, data: &[u8], rest: &[u8], keys: &FoldKeys) -> __m128i {
-    let mut y = acc[3];
-    for (i, a) in acc[..3].iter().enumerate() {
-        y = _mm256_xor_si256(y, fold256(*a, key256(keys.by(32 * (3 - i)))));
-    }
-    let (pairs, rest) = rest.as_chunks::<32>();
-    let k32 = key256(keys.by(32));
-    for pair in pairs {
-        y = _mm256_xor_si256(fold256(y, k32), load256(pair));
-    }
-    let k16 = key128(keys.by(16));
-    let mut x = _mm_xor_si128(
-        fold128(_mm256_castsi256_si128(y), k16),
-        _mm256_extracti128_si256(y, 1),
-    );
-    let (lanes, tail) = rest.as_chunks::<16>();
-    for lane in lanes {
-        x = _mm_xor_si128(fold128(x, k16), load128(lane));
-    }
-    if tail.is_empty() {
-        x
-    } else {
-        fold_tail(x, data, tail.len(), k16)
-    }
-}
-
-/// Like [`fold_pclmul`], with 256-bit VPCLMULQDQ folding for messages of 128 bytes and up.
-#[inline]
-#[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,sse4.1,ssse3")]
-pub(crate) fn fold_vpclmul(state: u32, data: &[u8], keys: &FoldKeys) -> __m128i {
-    let (blocks, rest) = data.as_chunks::<128>();
-    let Some((first, more)) = blocks.split_first() else {
-        return fold_pclmul(state, data, keys);
-    };
-    let mut acc = start4(state, first);
-    fold4(&mut acc, more, key256(keys.by(128)));
-    finish4(&acc, data, rest, keys)
 }
 
 /// The CRC register of a folded lane `A`: `A * x^32 mod P`.

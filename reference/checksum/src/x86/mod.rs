@@ -4,10 +4,12 @@
 
 mod crc32c;
 mod fold;
+mod wide;
 
 use crate::bitwise::{CRC32C_POLY, CRC32_POLY};
 use crate::table::{self, Tables, CRC32_SEEDED};
 use fold::FoldKeys;
+use wide::{fold_wide, CopyTo, NoCopy, Sink, Wide, Ymm, Zmm};
 
 /// What a folding kernel needs of its polynomial: the keys, and the tables for inputs shorter
 /// than a lane.
@@ -35,14 +37,24 @@ fn pclmul(poly: &Poly, state: u32, data: &[u8]) -> u32 {
     fold::reduce(fold::fold_pclmul(state, data, &poly.keys), &poly.keys)
 }
 
-/// Register update with 256-bit VPCLMULQDQ folding.
-#[inline]
-#[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,sse4.1,ssse3")]
-fn vpclmul(poly: &Poly, state: u32, data: &[u8]) -> u32 {
+/// Register update with folding in `W` registers, the message's registers handed to `sink`.
+#[inline(always)]
+unsafe fn wide<W: Wide, S: Sink>(poly: &Poly, state: u32, data: &[u8], sink: &mut S) -> u32 {
     if data.len() < 16 {
         return table::update(state, poly.tables, data);
     }
-    fold::reduce(fold::fold_vpclmul(state, data, &poly.keys), &poly.keys)
+    // SAFETY: the caller's CPU has `W`'s and `fold.rs`'s features (this function's contract).
+    unsafe { fold::reduce(fold_wide::<W, S>(state, data, &poly.keys, sink), &poly.keys) }
+}
+
+/// [`wide`] that also copies `data` to `dst` (`data.len()` writable bytes apart from `data`).
+#[inline(always)]
+unsafe fn wide_copy<W: Wide>(poly: &Poly, state: u32, data: &[u8], dst: *mut u8) -> u32 {
+    // SAFETY: `dst`'s bytes (this function's contract); the CPU's features (the same).
+    let mut copy = unsafe { CopyTo::new(data, dst) };
+    let register = unsafe { wide::<W, _>(poly, state, data, &mut copy) };
+    copy.finish();
+    register
 }
 
 /// [`crate::crc32`] with PCLMULQDQ.
@@ -57,16 +69,46 @@ pub(crate) unsafe fn crc32c_pclmul(payload: &[u8]) -> u32 {
     !pclmul(&CASTAGNOLI, !0, payload)
 }
 
-/// [`crate::crc32`] with VPCLMULQDQ.
+/// [`crate::crc32`] with 256-bit VPCLMULQDQ.
 #[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,sse4.1,ssse3")]
 pub(crate) unsafe fn crc32_vpclmul(payload: &[u8]) -> u32 {
-    !vpclmul(&IEEE, CRC32_SEEDED, payload)
+    !wide::<Ymm, _>(&IEEE, CRC32_SEEDED, payload, &mut NoCopy)
 }
 
-/// [`crate::crc32c`] with VPCLMULQDQ.
+/// [`crate::crc32c`] with 256-bit VPCLMULQDQ.
 #[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,sse4.1,ssse3")]
 pub(crate) unsafe fn crc32c_vpclmul(payload: &[u8]) -> u32 {
-    !vpclmul(&CASTAGNOLI, !0, payload)
+    !wide::<Ymm, _>(&CASTAGNOLI, !0, payload, &mut NoCopy)
+}
+
+/// [`crate::crc32`] with 512-bit VPCLMULQDQ.
+#[target_feature(enable = "avx512f,avx512bw,avx2,vpclmulqdq,pclmulqdq,sse4.1,ssse3")]
+pub(crate) unsafe fn crc32_vpclmul512(payload: &[u8]) -> u32 {
+    !wide::<Zmm, _>(&IEEE, CRC32_SEEDED, payload, &mut NoCopy)
+}
+
+/// [`crate::crc32c`] with 512-bit VPCLMULQDQ.
+#[target_feature(enable = "avx512f,avx512bw,avx2,vpclmulqdq,pclmulqdq,sse4.1,ssse3")]
+pub(crate) unsafe fn crc32c_vpclmul512(payload: &[u8]) -> u32 {
+    !wide::<Zmm, _>(&CASTAGNOLI, !0, payload, &mut NoCopy)
+}
+
+/// [`crate::crc32`] with 512-bit VPCLMULQDQ, copying the payload to `dst` in the same pass.
+///
+/// # Safety
+/// As the other kernels, and `dst` has `payload.len()` writable bytes apart from `payload`.
+#[target_feature(enable = "avx512f,avx512bw,avx2,vpclmulqdq,pclmulqdq,sse4.1,ssse3")]
+pub(crate) unsafe fn crc32_vpclmul512_copy(payload: &[u8], dst: *mut u8) -> u32 {
+    !wide_copy::<Zmm>(&IEEE, CRC32_SEEDED, payload, dst)
+}
+
+/// [`crate::crc32c`] with 512-bit VPCLMULQDQ, copying the payload to `dst` in the same pass.
+///
+/// # Safety
+/// As [`crc32_vpclmul512_copy`].
+#[target_feature(enable = "avx512f,avx512bw,avx2,vpclmulqdq,pclmulqdq,sse4.1,ssse3")]
+pub(crate) unsafe fn crc32c_vpclmul512_copy(payload: &[u8], dst: *mut u8) -> u32 {
+    !wide_copy::<Zmm>(&CASTAGNOLI, !0, payload, dst)
 }
 
 /// [`crate::crc32c`] with three interleaved `crc32` chains.
@@ -75,8 +117,14 @@ pub(crate) unsafe fn crc32c_sse42(payload: &[u8]) -> u32 {
     !crc32c::sse42(!0, payload)
 }
 
-/// [`crate::crc32c`] with VPCLMULQDQ folding fused with `crc32` chains.
+/// [`crate::crc32c`] with 256-bit VPCLMULQDQ folding fused with `crc32` chains.
 #[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,sse4.2,sse4.1,ssse3")]
 pub(crate) unsafe fn crc32c_fused(payload: &[u8]) -> u32 {
-    !crc32c::fused(!0, payload)
+    !crc32c::fused::<Ymm>(!0, payload)
+}
+
+/// [`crate::crc32c`] with 512-bit VPCLMULQDQ folding fused with `crc32` chains.
+#[target_feature(enable = "avx512f,avx512bw,avx2,vpclmulqdq,pclmulqdq,sse4.2,sse4.1,ssse3")]
+pub(crate) unsafe fn crc32c_fused512(payload: &[u8]) -> u32 {
+    !crc32c::fused::<Zmm>(!0, payload)
 }
