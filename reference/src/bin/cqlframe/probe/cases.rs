@@ -416,10 +416,18 @@ fn v6_without_flag(ctx: &mut Ctx, v: &mut Verdict) {
     v.keep(p);
 }
 
-fn frame_checksums(ctx: &mut Ctx, v: &mut Verdict) {
-    if !ctx.offers("FRAME_CHECKSUMS", "crc32c") {
+/// Whether the server lists crc32c under FRAME_CHECKSUMS; the case is informational if not.
+fn needs_crc32c(ctx: &Ctx, v: &mut Verdict) -> bool {
+    let offered = ctx.offers("FRAME_CHECKSUMS", "crc32c");
+    if !offered {
         v.informational =
             Some("the server does not list crc32c in FRAME_CHECKSUMS: nothing to negotiate".into());
+    }
+    offered
+}
+
+fn frame_checksums(ctx: &mut Ctx, v: &mut Verdict) {
+    if !needs_crc32c(ctx, v) {
         return;
     }
     let Some(mut p) = ready(ctx, v, 5, &[CQL, ("FRAME_CHECKSUM", "crc32c")], "NEG-5") else {
@@ -436,6 +444,48 @@ fn frame_checksums(ctx: &mut Ctx, v: &mut Verdict) {
         Err(e) => v.fail("FMT-13", MUST, format!("after FRAME_CHECKSUM=crc32c: {e}")),
     }
     v.keep(p);
+}
+
+fn frame_checksums_lz4(ctx: &mut Ctx, v: &mut Verdict) {
+    if !needs_crc32c(ctx, v) || !needs_lz4(ctx, v) {
+        return;
+    }
+    let options = [CQL, LZ4, ("FRAME_CHECKSUM", "crc32c")];
+    let Some(mut p) = ready(ctx, v, 5, &options, "NEG-5") else {
+        return;
+    };
+    let (s1, e1) = p.envelope(Opcode::Options, &[]);
+    let (s2, e2) = p.envelope(Opcode::Query, &query_body("SELECT * FROM system.local"));
+    p.send(&[&e1, &e2]).ok();
+    supported_ok(
+        &mut p,
+        v,
+        s1,
+        "FMT-13",
+        "LZ4 frames with the checksum bit (bit 35)",
+    );
+    expect_result(
+        &mut p,
+        v,
+        s2,
+        "CRC-4",
+        "a query in an LZ4 CRC32C frame, its RESULT in LZ4 frames whose CRC32C covers the compressed bytes",
+    );
+    v.keep(p);
+}
+
+fn frame_checksum_unknown(ctx: &mut Ctx, v: &mut Verdict) {
+    if !ctx.lists("FRAME_CHECKSUMS") {
+        v.informational = Some("the server does not list FRAME_CHECKSUMS: a protocol v5 server that predates FRAME_CHECKSUM ignores the key".into());
+        return;
+    }
+    refused(
+        ctx,
+        v,
+        "NEG-6",
+        &[CQL, ("FRAME_CHECKSUM", "xxhash")],
+        "FRAME_CHECKSUM=xxhash",
+    );
 }
 
 fn crc32_explicit(ctx: &mut Ctx, v: &mut Verdict) {
@@ -485,21 +535,32 @@ fn crc32c_anyway(ctx: &mut Ctx, v: &mut Verdict) {
 }
 
 fn snappy(ctx: &mut Ctx, v: &mut Verdict) {
-    let Some(mut p) = connect(ctx, v, 5, "NEG-2") else {
+    refused(
+        ctx,
+        v,
+        "NEG-2",
+        &[CQL, ("COMPRESSION", "snappy")],
+        "COMPRESSION=snappy on v5",
+    );
+}
+
+/// A new v5 connection whose STARTUP with `options` must be refused with PROTOCOL_ERROR (`rule`).
+fn refused(ctx: &Ctx, v: &mut Verdict, rule: &str, options: &[(&str, &str)], what: &str) {
+    let Some(mut p) = connect(ctx, v, 5, rule) else {
         return;
     };
-    match p.handshake(&[CQL, ("COMPRESSION", "snappy")]) {
+    match p.handshake(options) {
         Ok((h, b)) if h.opcode == Opcode::Error as u8 => {
             let (code, m) = body::read_error(&b).unwrap_or((-1, String::new()));
             v.check(
-                "NEG-2",
+                rule,
                 MUST,
                 code == 0x000A,
-                format!("ERROR {code:#06x} {m}"),
+                format!("{what}: ERROR {code:#06x} {m}"),
             );
         }
-        Ok((h, _)) => v.wrong_answer("NEG-2", "COMPRESSION=snappy on v5", h.opcode),
-        Err(e) => v.fail("NEG-2", MUST, format!("handshake: {e}")),
+        Ok((h, _)) => v.wrong_answer(rule, what, h.opcode),
+        Err(e) => v.fail(rule, MUST, format!("handshake: {e}")),
     }
     v.keep(p);
 }
@@ -1050,6 +1111,8 @@ pub fn catalogue() -> Vec<Spec> {
         Spec { id: "probe.v6-beta", title: "v6-beta with USE_BETA", rules: &["ENV-5", "LIFE-2"], level: Must, description: "OPTIONS and STARTUP as v6 with USE_BETA, then a framed QUERY: the answers carry version 0x86 and USE_BETA.", run: v6_beta },
         Spec { id: "probe.v6-beta-without-flag", title: "v6 STARTUP without USE_BETA", rules: &["ENV-5", "LIFE-11"], level: Must, description: "An unframed v6 STARTUP without USE_BETA: an unframed ERROR (PROTOCOL_ERROR) and no switch: an unframed OPTIONS afterwards gets an unframed answer, or the server closes.", run: v6_without_flag },
         Spec { id: "probe.frame-checksums", title: "FRAME_CHECKSUM=crc32c when advertised", rules: &["NEG-5", "FMT-13", "CRC-3"], level: Must, description: "If SUPPORTED lists crc32c under FRAME_CHECKSUMS: STARTUP FRAME_CHECKSUM=crc32c, then CRC32C frames with the checksum bit both ways. INFORMATIONAL when the server does not offer it.", run: frame_checksums },
+        Spec { id: "probe.frame-checksums-lz4", title: "FRAME_CHECKSUM=crc32c with COMPRESSION=lz4", rules: &["NEG-5", "FMT-13", "CRC-4"], level: Must, description: "If SUPPORTED lists crc32c and lz4: STARTUP with both, then OPTIONS and a QUERY in one LZ4 frame: LZ4 frames with the checksum bit and a CRC32C of the on-wire payload both ways. INFORMATIONAL when the server does not offer CRC32C.", run: frame_checksums_lz4 },
+        Spec { id: "probe.frame-checksum-unknown", title: "FRAME_CHECKSUM with an unknown value", rules: &["NEG-6"], level: Must, description: "A server that lists FRAME_CHECKSUMS refuses FRAME_CHECKSUM=xxhash with ERROR (PROTOCOL_ERROR). INFORMATIONAL for a server without FRAME_CHECKSUMS, which ignores the key.", run: frame_checksum_unknown },
         Spec { id: "probe.frame-checksum-crc32", title: "FRAME_CHECKSUM=crc32, the explicit default", rules: &["NEG-5"], level: Must, description: "STARTUP FRAME_CHECKSUM=crc32, advertised or not: CRC32 frames as without the key (an old server ignores the key, with the same outcome).", run: crc32_explicit },
         Spec { id: "probe.crc32c-asked-anyway", title: "FRAME_CHECKSUM=crc32c not advertised", rules: &["NEG-6", "RECV-2", "ERR-1"], level: Must, description: "A client breaking NEG-4: a server that implements FRAME_CHECKSUM refuses with ERROR; one that ignores the key frames CRC32, so the client's CRC32C frame fails its payload check: framed ERROR, then close.", run: crc32c_anyway },
         Spec { id: "probe.compression-snappy", title: "COMPRESSION=snappy on v5", rules: &["NEG-2"], level: Must, description: "snappy is not a v5 frame format: ERROR (PROTOCOL_ERROR).", run: snappy },
