@@ -126,6 +126,19 @@ grep -o "Cassandra version: [^ ]*" "$out/log/system.log" | head -1 || true
 
 step "cqlframe probe 127.0.0.1:$port"
 "$bin" probe "127.0.0.1:$port" "${deviations[@]}" --report-dir "$out/probe"
+if [ -n "$extension" ]; then
+    # The probe lets a case that finds nothing to test be INFORMATIONAL; here the extension
+    # must have given it something: every negotiation and CRC32C case passes.
+    python3 - "$out/probe/report.json" <<'PY'
+import json, sys
+outcomes = {r["case"]: r["outcome"] for r in json.load(open(sys.argv[1]))["results"]}
+cases = ["probe.options", "probe.frame-checksums", "probe.frame-checksums-lz4", "probe.frame-checksum-unknown",
+         "probe.frame-checksum-crc32", "probe.fault-checksum-bit"]
+bad = {c: outcomes.get(c) for c in cases if outcomes.get(c) != "PASS"}
+assert not bad, f"CRC32C extension: cases not passing: {bad}"
+print(f"extension: {len(cases)} negotiation and CRC32C cases PASS")
+PY
+fi
 
 step "capture the Python driver workload on lo (dumpcap), with and without LZ4"
 dumpcap -q -i lo -f "tcp port $port" -w "$out/workload.pcapng" 2>"$out/log/dumpcap.log" &
