@@ -133,7 +133,7 @@ if [ -n "$extension" ]; then
 import json, sys
 outcomes = {r["case"]: r["outcome"] for r in json.load(open(sys.argv[1]))["results"]}
 cases = ["probe.options", "probe.frame-checksums", "probe.frame-checksums-lz4", "probe.frame-checksum-unknown",
-         "probe.frame-checksum-crc32", "probe.fault-checksum-bit"]
+         "probe.frame-checksum-crc32", "probe.fault-checksum-bit", "probe.fault-checksum-bit-crc32c"]
 bad = {c: outcomes.get(c) for c in cases if outcomes.get(c) != "PASS"}
 assert not bad, f"CRC32C extension: cases not passing: {bad}"
 print(f"extension: {len(cases)} negotiation and CRC32C cases PASS")

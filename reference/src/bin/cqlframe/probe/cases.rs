@@ -902,9 +902,20 @@ fn fault(
     what: &str,
     build: &dyn Fn(&mut Probe) -> Vec<u8>,
 ) {
-    let Some(mut p) = ready_v5(ctx, v, lz4, rule) else {
-        return;
-    };
+    if let Some(p) = ready_v5(ctx, v, lz4, rule) {
+        inject(ctx, v, p, rule, what, build);
+    }
+}
+
+/// Writes the bytes `build` makes on the READY connection `p` and judges what follows.
+fn inject(
+    ctx: &Ctx,
+    v: &mut Verdict,
+    mut p: Probe,
+    rule: &str,
+    what: &str,
+    build: &dyn Fn(&mut Probe) -> Vec<u8>,
+) {
     let bytes = build(&mut p);
     p.note("c2s", format!("FAULT: {what} ({} bytes)", bytes.len()));
     let _ = p.write(&bytes, 0);
@@ -953,11 +964,7 @@ fn fault_checksum_bit(ctx: &mut Ctx, v: &mut Verdict) {
         v.informational = Some("the server does not list FRAME_CHECKSUMS: a protocol v5 server ignores the checksum bit (a padding bit to it)".into());
     }
     fault(ctx, v, "RECV-3", false, "OPTIONS frame with the checksum bit set on a CRC32 connection (trailer CRC32, CRC24 correct)", &|p| {
-        let (_, e) = p.envelope(Opcode::Options, &[]);
-        let h = FrameHeader::new(Format::Uncompressed, e.len() as u32, 0, true, true);
-        let mut out = Vec::new();
-        write_raw(&h, &e, PayloadChecksum::Crc32.compute(&e), &mut out);
-        out
+        mismatched_options_frame(p, PayloadChecksum::Crc32)
     });
     if v.informational.is_some() {
         // To a protocol v5 server the bit is padding: what it does is reported, not judged.
@@ -966,6 +973,29 @@ fn fault_checksum_bit(ctx: &mut Ctx, v: &mut Verdict) {
                 c.status = "info".into();
             }
         }
+    }
+}
+
+/// An uncompressed OPTIONS frame whose checksum bit names the other checksum than `trailer`, the
+/// one the connection negotiated and the frame's trailer really is (CRC24 correct).
+fn mismatched_options_frame(p: &mut Probe, trailer: PayloadChecksum) -> Vec<u8> {
+    let (_, e) = p.envelope(Opcode::Options, &[]);
+    let bit = trailer != PayloadChecksum::Crc32c;
+    let h = FrameHeader::new(Format::Uncompressed, e.len() as u32, 0, true, bit);
+    let mut out = Vec::new();
+    write_raw(&h, &e, trailer.compute(&e), &mut out);
+    out
+}
+
+fn fault_checksum_bit_crc32c(ctx: &mut Ctx, v: &mut Verdict) {
+    if !needs_crc32c(ctx, v) {
+        return;
+    }
+    let options = [CQL, ("FRAME_CHECKSUM", "crc32c")];
+    if let Some(p) = ready(ctx, v, 5, &options, "RECV-3") {
+        inject(ctx, v, p, "RECV-3", "OPTIONS frame with the checksum bit clear on a CRC32C connection (trailer CRC32C, CRC24 correct)", &|p| {
+            mismatched_options_frame(p, PayloadChecksum::Crc32c)
+        });
     }
 }
 
@@ -1127,6 +1157,7 @@ pub fn catalogue() -> Vec<Spec> {
         Spec { id: "probe.fault-header-crc", title: "Bad header CRC24", rules: &["RECV-1", "ERR-1", "ERR-4"], level: Must, description: "An OPTIONS frame with one CRC24 bit flipped: one framed ERROR (PROTOCOL_ERROR, stream 0), then close.", run: fault_header_crc },
         Spec { id: "probe.fault-payload-crc", title: "Bad payload checksum", rules: &["RECV-2", "ERR-1", "ERR-4"], level: Must, description: "An OPTIONS frame with one payload bit flipped: framed ERROR, close.", run: fault_payload_crc },
         Spec { id: "probe.fault-checksum-bit", title: "Checksum bit disagrees with the negotiation", rules: &["RECV-3", "ERR-1"], level: Must, description: "The checksum bit set on a CRC32 connection (trailer CRC32, CRC24 right): framed ERROR, close. INFORMATIONAL for a server without FRAME_CHECKSUMS, to which the bit is padding.", run: fault_checksum_bit },
+        Spec { id: "probe.fault-checksum-bit-crc32c", title: "Checksum bit clear on a CRC32C connection", rules: &["RECV-3", "ERR-1"], level: Must, description: "After FRAME_CHECKSUM=crc32c, a frame with the checksum bit clear (trailer CRC32C, CRC24 correct): one ERROR in a CRC32C frame, close. INFORMATIONAL when the server does not offer CRC32C.", run: fault_checksum_bit_crc32c },
         Spec { id: "probe.fault-lz4-malformed", title: "Malformed LZ4 block", rules: &["LZ4-4", "ERR-1"], level: Must, description: "An LZ4 block whose match refers before the output start, checksums right: framed ERROR, close.", run: fault_lz4_malformed },
         Spec { id: "probe.fault-lz4-length", title: "LZ4 block shorter than declared", rules: &["LZ4-4", "ERR-1"], level: Must, description: "A valid block of 9 bytes declared as 16: framed ERROR, close.", run: fault_lz4_length },
         Spec { id: "probe.fault-interleave", title: "Self-contained frame inside a sequence", rules: &["RECV-8", "ERR-1"], level: Must, description: "A self-contained OPTIONS frame between the frames of a QUERY sequence: framed ERROR, close.", run: fault_interleave },
