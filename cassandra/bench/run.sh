@@ -3,7 +3,8 @@
 # Cassandra 5.0's FrameEncoderCrc/FrameDecoderCrc and the LZ4 pair beside
 # the kit's extension codecs with each checksum, at 2037, 16373 and 131071 payload bytes.
 #
-#   cassandra/bench/run.sh            the full run (about 5 minutes)
+#   cassandra/bench/run.sh            the full run (about 10 minutes; on a shared machine
+#                                     `nice -n -10 cassandra/bench/run.sh`)
 #   cassandra/bench/run.sh --smoke    one short iteration per cell, no fork (the figures mean
 #                                     nothing; fails if a cell is missing)
 #
