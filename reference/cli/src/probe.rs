@@ -32,9 +32,9 @@ pub struct Args {
     #[arg(long, default_value_t = 3.0)]
     fault_wait: f64,
     /// Known deviations of this server (TOML, `[[deviation]] case, rule, note`): their FAILs
-    /// are reported but do not fail the run.
+    /// are reported but do not fail the run. Repeatable: the lists add up.
     #[arg(long)]
-    deviations: Option<PathBuf>,
+    deviations: Vec<PathBuf>,
     /// Name of the server in the reports (default: the release_version it reports, and the
     /// address).
     #[arg(long)]
@@ -50,16 +50,16 @@ pub fn run(args: Args) -> Result<(), Failure> {
         return Ok(());
     }
     let target = args.target.clone().expect("clap requires a target");
-    let deviations = match &args.deviations {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?;
+    let mut deviations = Vec::new();
+    for path in &args.deviations {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?;
+        deviations.extend(
             toml::from_str::<Deviations>(&text)
                 .map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?
-                .deviation
-        }
-        None => Vec::new(),
-    };
+                .deviation,
+        );
+    }
     let started = Instant::now();
     let (cases, mut results, release) = probe(
         &target,

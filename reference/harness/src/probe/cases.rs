@@ -405,10 +405,18 @@ fn v6_without_flag(ctx: &mut Ctx, v: &mut Verdict) {
     v.keep(p);
 }
 
-fn frame_checksums(ctx: &mut Ctx, v: &mut Verdict) {
-    if !ctx.offers("FRAME_CHECKSUMS", "crc32c") {
+/// Whether the server lists crc32c under FRAME_CHECKSUMS; the case is informational if not.
+fn needs_crc32c(ctx: &Ctx, v: &mut Verdict) -> bool {
+    let offered = ctx.offers("FRAME_CHECKSUMS", "crc32c");
+    if !offered {
         v.informational =
             Some("the server does not list crc32c in FRAME_CHECKSUMS: nothing to negotiate".into());
+    }
+    offered
+}
+
+fn frame_checksums(ctx: &mut Ctx, v: &mut Verdict) {
+    if !needs_crc32c(ctx, v) {
         return;
     }
     let Some(mut p) = ready(ctx, v, 5, &[CQL, ("FRAME_CHECKSUM", "crc32c")], "NEG-5") else {
@@ -425,6 +433,48 @@ fn frame_checksums(ctx: &mut Ctx, v: &mut Verdict) {
         Err(e) => v.fail("FMT-13", MUST, format!("after FRAME_CHECKSUM=crc32c: {e}")),
     }
     v.keep(p);
+}
+
+fn frame_checksums_lz4(ctx: &mut Ctx, v: &mut Verdict) {
+    if !needs_crc32c(ctx, v) || !needs_lz4(ctx, v) {
+        return;
+    }
+    let options = [CQL, LZ4, ("FRAME_CHECKSUM", "crc32c")];
+    let Some(mut p) = ready(ctx, v, 5, &options, "NEG-5") else {
+        return;
+    };
+    let (s1, e1) = p.envelope(Opcode::Options, &[]);
+    let (s2, e2) = p.envelope(Opcode::Query, &query_body("SELECT * FROM system.local"));
+    p.send(&[&e1, &e2]).ok();
+    supported_ok(
+        &mut p,
+        v,
+        s1,
+        "FMT-13",
+        "LZ4 frames with the checksum bit (bit 35)",
+    );
+    expect_result(
+        &mut p,
+        v,
+        s2,
+        "CRC-4",
+        "a query in an LZ4 CRC32C frame, its RESULT in LZ4 frames whose CRC32C covers the compressed bytes",
+    );
+    v.keep(p);
+}
+
+fn frame_checksum_unknown(ctx: &mut Ctx, v: &mut Verdict) {
+    if !ctx.lists("FRAME_CHECKSUMS") {
+        v.informational = Some("the server does not list FRAME_CHECKSUMS: a protocol v5 server that predates FRAME_CHECKSUM ignores the key".into());
+        return;
+    }
+    refused(
+        ctx,
+        v,
+        "NEG-6",
+        &[CQL, ("FRAME_CHECKSUM", "xxhash")],
+        "FRAME_CHECKSUM=xxhash",
+    );
 }
 
 fn crc32_explicit(ctx: &mut Ctx, v: &mut Verdict) {
@@ -474,21 +524,32 @@ fn crc32c_anyway(ctx: &mut Ctx, v: &mut Verdict) {
 }
 
 fn snappy(ctx: &mut Ctx, v: &mut Verdict) {
-    let Some(mut p) = connect(ctx, v, 5, "NEG-2") else {
+    refused(
+        ctx,
+        v,
+        "NEG-2",
+        &[CQL, ("COMPRESSION", "snappy")],
+        "COMPRESSION=snappy on v5",
+    );
+}
+
+/// A new v5 connection whose STARTUP with `options` must be refused with PROTOCOL_ERROR (`rule`).
+fn refused(ctx: &Ctx, v: &mut Verdict, rule: &str, options: &[(&str, &str)], what: &str) {
+    let Some(mut p) = connect(ctx, v, 5, rule) else {
         return;
     };
-    match p.handshake(&[CQL, ("COMPRESSION", "snappy")]) {
+    match p.handshake(options) {
         Ok((h, b)) if h.opcode == Opcode::Error as u8 => {
             let (code, m) = body::read_error(&b).unwrap_or((-1, String::new()));
             v.check(
-                "NEG-2",
+                rule,
                 MUST,
                 code == 0x000A,
-                format!("ERROR {code:#06x} {m}"),
+                format!("{what}: ERROR {code:#06x} {m}"),
             );
         }
-        Ok((h, _)) => v.wrong_answer("NEG-2", "COMPRESSION=snappy on v5", h.opcode),
-        Err(e) => v.fail("NEG-2", MUST, format!("handshake: {e}")),
+        Ok((h, _)) => v.wrong_answer(rule, what, h.opcode),
+        Err(e) => v.fail(rule, MUST, format!("handshake: {e}")),
     }
     v.keep(p);
 }
@@ -830,9 +891,20 @@ fn fault(
     what: &str,
     build: &dyn Fn(&mut Probe) -> Vec<u8>,
 ) {
-    let Some(mut p) = ready_v5(ctx, v, lz4, rule) else {
-        return;
-    };
+    if let Some(p) = ready_v5(ctx, v, lz4, rule) {
+        inject(ctx, v, p, rule, what, build);
+    }
+}
+
+/// Writes the bytes `build` makes on the READY connection `p` and judges what follows.
+fn inject(
+    ctx: &Ctx,
+    v: &mut Verdict,
+    mut p: Probe,
+    rule: &str,
+    what: &str,
+    build: &dyn Fn(&mut Probe) -> Vec<u8>,
+) {
     let bytes = build(&mut p);
     p.note("c2s", format!("FAULT: {what} ({} bytes)", bytes.len()));
     let _ = p.write(&bytes, 0);
@@ -881,11 +953,7 @@ fn fault_checksum_bit(ctx: &mut Ctx, v: &mut Verdict) {
         v.informational = Some("the server does not list FRAME_CHECKSUMS: a protocol v5 server ignores the checksum bit (a padding bit to it)".into());
     }
     fault(ctx, v, "RECV-3", false, "OPTIONS frame with the checksum bit set on a CRC32 connection (trailer CRC32, CRC24 correct)", &|p| {
-        let (_, e) = p.envelope(Opcode::Options, &[]);
-        let h = FrameHeader::new(Format::Uncompressed, e.len() as u32, 0, true, true);
-        let mut out = Vec::new();
-        write_raw(&h, &e, PayloadChecksum::Crc32.compute(&e), &mut out);
-        out
+        mismatched_options_frame(p, PayloadChecksum::Crc32)
     });
     if v.informational.is_some() {
         // To a protocol v5 server the bit is padding: what it does is reported, not judged.
@@ -894,6 +962,29 @@ fn fault_checksum_bit(ctx: &mut Ctx, v: &mut Verdict) {
                 c.status = Status::Info;
             }
         }
+    }
+}
+
+/// An uncompressed OPTIONS frame whose checksum bit names the other checksum than `trailer`, the
+/// one the connection negotiated and the frame's trailer really is (CRC24 correct).
+fn mismatched_options_frame(p: &mut Probe, trailer: PayloadChecksum) -> Vec<u8> {
+    let (_, e) = p.envelope(Opcode::Options, &[]);
+    let bit = trailer != PayloadChecksum::Crc32c;
+    let h = FrameHeader::new(Format::Uncompressed, e.len() as u32, 0, true, bit);
+    let mut out = Vec::new();
+    write_raw(&h, &e, trailer.compute(&e), &mut out);
+    out
+}
+
+fn fault_checksum_bit_crc32c(ctx: &mut Ctx, v: &mut Verdict) {
+    if !needs_crc32c(ctx, v) {
+        return;
+    }
+    let options = [CQL, ("FRAME_CHECKSUM", "crc32c")];
+    if let Some(p) = ready(ctx, v, 5, &options, "RECV-3") {
+        inject(ctx, v, p, "RECV-3", "OPTIONS frame with the checksum bit clear on a CRC32C connection (trailer CRC32C, CRC24 correct)", &|p| {
+            mismatched_options_frame(p, PayloadChecksum::Crc32c)
+        });
     }
 }
 
@@ -1071,6 +1162,9 @@ pub const RUNS: &[(&str, Run)] = &[
     ("probe.fault-partial-envelope", fault_partial_envelope),
     ("probe.fault-negative-length", fault_negative_length),
     ("probe.fault-unframed", fault_unframed),
+    ("probe.frame-checksums-lz4", frame_checksums_lz4),
+    ("probe.frame-checksum-unknown", frame_checksum_unknown),
+    ("probe.fault-checksum-bit-crc32c", fault_checksum_bit_crc32c),
 ];
 
 /// The code of case `id`.

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# JMH of the node's own client frame codecs, CRC32 against CRC32C (figures in cassandra/README.md):
+# Cassandra 5.0's FrameEncoderCrc/FrameDecoderCrc and the LZ4 pair beside
+# the kit's extension codecs with each checksum, at 2037, 16373 and 131071 payload bytes.
+#
+#   cassandra/bench/run.sh            the full run (about 10 minutes; on a shared machine
+#                                     `nice -n -10 cassandra/bench/run.sh`)
+#   cassandra/bench/run.sh --smoke    one short iteration per cell, no fork (the figures mean
+#                                     nothing; fails if a cell is missing)
+#
+# Prints the JMH results, then a table of ratios with the CPU and the load; JSON in
+# build/cassandra-bench/framing.json.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+jmh=()
+case "${1:-}" in
+    "") ;;
+    --smoke) jmh=(-wi 0 -i 1 -r 100ms -f 0) ;;
+    *) echo "usage: cassandra/bench/run.sh [--smoke]" >&2; exit 2 ;;
+esac
+m2="$root/.cache/m2"
+out="$root/build/cassandra-bench"
+mkdir -p "$out"
+
+cassandra/fetch.sh
+mvn -B -q -Dmaven.repo.local="$m2" -f cassandra/crc32c-extension/pom.xml install
+mvn -B -q -Dmaven.repo.local="$m2" -f cassandra/bench/pom.xml package dependency:build-classpath \
+    -Dmdep.includeScope=runtime -Dmdep.outputFile="$root/.cache/cassandra/bench/jmh.classpath"
+
+# The node's JPMS exports and opens and its -D properties (not its heap and GC settings).
+read -r -a jvm <<<"$(grep -E '^(--add-|-D)' cassandra/jvm17.options | tr '\n' ' ')"
+classpath="$root/.cache/cassandra/bench/classes"
+classpath+=":$root/.cache/cassandra/crc32c-extension/crc32c-extension.jar"
+classpath+=":$root/.cache/cassandra/lib/*"
+classpath+=":$(cat "$root/.cache/cassandra/bench/jmh.classpath")"
+java "${jvm[@]}" -cp "$classpath" org.openjdk.jmh.Main FramingBench \
+    "${jmh[@]}" -rf json -rff "$out/framing.json"
+
+python3 cassandra/bench/table.py "$out/framing.json"

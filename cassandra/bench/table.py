@@ -1,0 +1,60 @@
+"""Prints FramingBench's results (JMH JSON) as ns/op and as ratios to Cassandra's own CRC32
+codec of the same format, with the CPU and the machine load the figures belong to."""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+FORMATS = {
+    "uncompressed": ("CRC32_CASSANDRA", "CRC32_KIT", "CRC32C_KIT"),
+    "lz4": ("LZ4_CRC32_CASSANDRA", "LZ4_CRC32_KIT", "LZ4_CRC32C_KIT"),
+}
+
+
+def cpu() -> str:
+    """`lscpu`'s model name, family and model, and flags that matter to CRC32C."""
+    fields = {}
+    for line in subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout.splitlines():
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+    flags = set(fields.get("Flags", "").split())
+    simd = [f for f in ("sse4_2", "pclmulqdq", "avx2", "avx512f", "vpclmulqdq") if f in flags]
+    return (f"{fields.get('Model name', '?')}, family {fields.get('CPU family', '?')} model "
+            f"{fields.get('Model', '?')}, {fields.get('CPU(s)', '?')} CPUs, {' '.join(simd)}")
+
+
+def main(path: str) -> None:
+    # Per cell, the fastest and the median iteration: on a machine shared with other jobs the
+    # interference only adds time, so the fastest iteration is the least disturbed one.
+    cells = {}
+    for r in json.load(open(path)):
+        p = r["params"]
+        op = r["benchmark"].rsplit(".", 1)[1]
+        runs = [x for fork in r["primaryMetric"]["rawData"] for x in fork]
+        cells[(op, int(p["payloadSize"]), p["codec"])] = (min(runs), statistics.median(runs))
+    sizes = sorted({s for _, s, _ in cells})
+    print(f"\nCPU: {cpu()}")
+    print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1, 5, 15 min, at the end of the run)")
+    print("\nns/op of the fastest / the median iteration; ratios to Cassandra's CRC32 codec of the same format (< 1: faster)")
+    print(f"{'op':<7}{'format':<13}{'payload':>8}  {'Cassandra CRC32':>17}  {'kit CRC32':>17}  {'kit CRC32C':>17}"
+          f"  {'kit CRC32/C* fastest':>20}  {'kit CRC32C/C* fastest':>21}  {'median':>6}")
+    missing = []
+    for op in ("decode", "encode"):
+        for name, codecs in FORMATS.items():
+            for size in sizes:
+                row = [cells.get((op, size, c)) for c in codecs]
+                if None in row:
+                    missing.append(f"{op} {name} {size}")
+                    continue
+                (base, base_median), (kit32, _), (kit32c, kit32c_median) = row
+                shown = [f"{fastest:8.0f} / {median:<6.0f}" for fastest, median in row]
+                print(f"{op:<7}{name:<13}{size:>8}  {shown[0]:>17}  {shown[1]:>17}  {shown[2]:>17}"
+                      f"  {kit32 / base:>20.2f}  {kit32c / base:>21.2f}  {kit32c_median / base_median:>6.2f}")
+    if missing:
+        sys.exit(f"missing cells: {', '.join(missing)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
