@@ -72,6 +72,16 @@ function M.envelope_version_ok(s, pos)
     return v >= 3 and v <= 6
 end
 
+-- Version bytes a client may probe with that the reference does not speak (v1, v2, DSE_V1,
+-- DSE_V2): the server refuses such a request and no rule is broken (in cqlframe, a
+-- ConnectionEvent::Refused).
+local UNSPOKEN_VERSIONS = { [0x01] = true, [0x02] = true, [0x41] = true, [0x42] = true }
+
+--- True if the byte at pos starts an envelope a receiver of dir reads before the switch.
+local function unframed_version_ok(dir, s, pos)
+    return M.envelope_version_ok(s, pos) or (dir.role ~= "server" and UNSPOKEN_VERSIONS[byte(s, pos)] == true)
+end
+
 --- True if the 9 bytes at pos look like an envelope header of protocol v3..v6 (for a capture
 --- without the connection's start, where data must be told from envelopes).
 function M.plausible_envelope(s, pos)
@@ -182,7 +192,7 @@ local function classify(conv, dir, s, pos, avail)
     if dir.at_start then
         -- a receiver reads the first bytes as an envelope whatever they are (LIFE-3, LIFE-4)
         if avail < 9 then return "more" end
-        if M.envelope_version_ok(s, pos) then return "envelope" end
+        if unframed_version_ok(dir, s, pos) then return "envelope" end
     end
     if conv.startup ~= nil or conv.supported ~= nil then
         if avail < 9 then return "more" end
@@ -235,7 +245,7 @@ function M.pdu(conv, dir, s, pos, avail, opts)
     -- unframed, await: what the receiver checks of an unframed envelope header (the version,
     -- then the length: ENV-3, RECV-12)
     if avail < 9 then return nil, "more", 9 - avail end
-    if not M.envelope_version_ok(s, pos) then return avail, "badenvelope" end
+    if not unframed_version_ok(dir, s, pos) then return avail, "badenvelope" end
     local len = s32be(s, pos + 5)
     if len < 0 or len > opts.max_body then return avail, "badenvelope" end
     if avail < 9 + len then return nil, "more", 9 + len - avail end
@@ -505,7 +515,7 @@ function M.process(conv, dir, s, pos, len, kind, ctx, opts)
         elseif kind == "badenvelope" then
             if dir.mode == "await" then
                 framing_error(dir, rec, "before_response", "LIFE-6", "sent after STARTUP before its response")
-            elseif not M.envelope_version_ok(s, pos) then
+            elseif not unframed_version_ok(dir, s, pos) then
                 not_envelope(dir, rec, string.format("version byte 0x%02x starts no envelope", byte(s, pos)))
             else
                 check_length(dir, rec, M.envelope_header(s, pos), opts)
