@@ -235,6 +235,8 @@ impl Judge {
             (client, server)
         };
         let mut frame_at = 0;
+        // Whether the receiver has switched: a refused envelope is unframed before that.
+        let mut framed = receiver.negotiated().is_some();
         let result = receiver.receive(bytes, &mut |event| {
             match event {
                 // A version probe: the server answers it with its refusal; no rule is broken.
@@ -280,9 +282,14 @@ impl Judge {
                 ConnectionEvent::Envelope(e) => checks.envelope(&e, frame_at, out),
                 ConnectionEvent::Rejected { envelope, error } => {
                     out.push(Finding::error(&error, d, false));
-                    checks.envelope(&envelope, frame_at, out);
+                    if framed {
+                        checks.envelope(&envelope, frame_at, out);
+                    } else {
+                        checks.stats.unframed_envelopes += 1;
+                    }
                 }
                 ConnectionEvent::Switched { negotiated: n, .. } => {
+                    framed = true;
                     negotiated.get_or_insert(n);
                 }
             }

@@ -129,3 +129,16 @@ fn a_short_first_frame_is_send8_not_fatal() {
     );
     assert_eq!(judge.stats(C2S).sequences, 1);
 }
+
+// An envelope refused before the switch (ENV-2) is an unframed one: the framed-envelope sender
+// rules (ENV-4 among them) do not apply to it.
+#[test]
+fn a_refused_unframed_envelope_is_not_judged_as_framed() {
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    let response_from_client = envelope_bytes(0x85, FLAG_COMPRESSION, 0, Opcode::Options, &[]);
+    judge.receive(C2S, &response_from_client, &mut found);
+    assert_eq!(rules(&found), vec![("ENV-2", Level::Must, C2S, false)]);
+    assert_eq!(judge.stats(C2S).envelopes, 0);
+    assert_eq!(judge.stats(C2S).unframed_envelopes, 1);
+}
