@@ -426,24 +426,7 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
     // What the driver sent, as the judge found it: one check per rule per connection.
     for c in &obs.connections {
         for r in c.findings.rules() {
-            let f = &r.first;
-            let detected = match f.sender_rule {
-                Some(_) => format!(" (the server's receiver rejected it under {})", f.rule),
-                None => String::new(),
-            };
-            let times = match r.count {
-                1 => String::new(),
-                n => format!("{n} times, first "),
-            };
-            checks.push(check(
-                f.broken_by_sender(),
-                f.level,
-                Status::Fail,
-                format!(
-                    "connection {}: {times}at byte {}: {}{detected}",
-                    c.id, f.offset, f.message
-                ),
-            ));
+            checks.push(r.as_check(&format!("connection {}", c.id)));
         }
     }
     let framed: Vec<&String> = obs

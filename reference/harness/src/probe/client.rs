@@ -4,7 +4,7 @@
 //! bytes becomes checks of the case ([`Probe::judged`]).
 
 use crate::rules::{Direction, Judge, Tally};
-use crate::verdict::{Check, Status};
+use crate::verdict::Check;
 use cqlframe::body;
 use cqlframe::connection::{Connection, ConnectionEvent, Role};
 use cqlframe::decoder::{Decoder, Event};
@@ -201,22 +201,7 @@ impl Probe {
         }
         rules
             .iter()
-            .map(|r| {
-                let f = &r.first;
-                let times = match r.count {
-                    1 => String::new(),
-                    n => format!("{n} times, first "),
-                };
-                Check::new(
-                    f.broken_by_sender(),
-                    f.level,
-                    Status::Fail,
-                    format!(
-                        "connection {connection}: the server's bytes {times}at byte {}: {}",
-                        f.offset, f.message
-                    ),
-                )
-            })
+            .map(|r| r.as_check(&format!("connection {connection}, the server's bytes")))
             .collect()
     }
 

@@ -1,7 +1,7 @@
 //! What the judge says: a [`Finding`] per rule broken, and the [`Tally`] of one connection (one
 //! entry per rule with its count and first offset), which is what the reports print.
 
-use crate::verdict::Level;
+use crate::verdict::{Check, Level, Status};
 use cqlframe::checksum::PayloadChecksum;
 use cqlframe::error::ErrorKind;
 use cqlframe::FramingError;
@@ -138,6 +138,31 @@ pub struct RuleCount {
     #[serde(flatten)]
     pub first: Finding,
     pub count: u64,
+}
+
+impl RuleCount {
+    /// The failed check a case reports for this rule: the sender's rule, its level, and where
+    /// it was first broken; `whose` says on which connection and whose bytes.
+    pub fn as_check(&self, whose: &str) -> Check {
+        let f = &self.first;
+        let times = match self.count {
+            1 => String::new(),
+            n => format!("{n} times, first "),
+        };
+        let detected = match f.sender_rule {
+            Some(_) => format!(" (the receiver rejected it under {})", f.rule),
+            None => String::new(),
+        };
+        Check::new(
+            f.broken_by_sender(),
+            f.level,
+            Status::Fail,
+            format!(
+                "{whose}: {times}at byte {}: {}{detected}",
+                f.offset, f.message
+            ),
+        )
+    }
 }
 
 /// The findings of one connection, one entry per (direction, rule), in the order first found.
