@@ -20,10 +20,11 @@ doc: |
 
   Checked here: the body length is not negative (ENV-3, a framing error);
   an envelope cut short raises an end-of-stream error (RECV-5 inside a
-  self-contained frame). Not checked, on purpose: the version byte (ENV-2), the
-  COMPRESSION flag (ENV-4) and USE_BETA (ENV-5). Those faults are not framing
-  errors: a receiver rejects that one envelope with an ERROR and goes on with
-  the next, so a parse must not stop there. They are exposed as instances.
+  self-contained frame). Not checked, on purpose: the version byte (ENV-2) and
+  USE_BETA (ENV-5), faults that are not framing errors: a receiver rejects that
+  one envelope with an ERROR and goes on with the next, so a parse must not stop
+  there; and the COMPRESSION flag, which a receiver ignores on a framed
+  connection (ENV-4, ENV-6). They are exposed as instances.
   The receiver's maximum body length (RECV-12) is a setting of the receiver,
   not of the format: compare `header.body_length` with it.
 doc-ref:
@@ -38,7 +39,7 @@ seq:
     size: header.body_length
     doc: |
       The message body, `header.body_length` bytes. Never compressed at the
-      envelope level on a framed connection (ENV-4).
+      envelope level on a framed connection (ENV-6).
 types:
   header:
     doc: |
@@ -88,8 +89,8 @@ types:
       has_compression:
         value: (flags & flag::compression.to_i.as<u1>) != 0
         doc: |
-          COMPRESSION (0x01). A sender never sets it on a framed connection
-          (ENV-4); a receiver ignores it.
+          COMPRESSION (0x01). A sender should not set it on a framed
+          connection (ENV-4); a receiver ignores it there (ENV-6).
         doc-ref: spec/framing_v6.adoc#ENV-4
       has_tracing:
         value: (flags & flag::tracing.to_i.as<u1>) != 0
@@ -125,7 +126,7 @@ enums:
   flag:
     0x01:
       id: compression
-      doc: Body compressed at the envelope level; never on a framed connection (ENV-4).
+      doc: Body compressed at the envelope level before protocol v5; ignored on a framed connection (ENV-4, ENV-6).
       doc-ref: spec/framing_v6.adoc#ENV-4
     0x02:
       id: tracing
