@@ -99,15 +99,17 @@ fn every_listing_ends_quietly_on_a_closed_pipe() {
         &["check", "vectors/pcap/session.v5-lz4.pcap"],
         &["crc", "--algorithm", "crc32", "--hex", "00"],
     ] {
+        // The reader is gone before the child exists, so its first write meets a closed pipe
+        // (closing it after the spawn raced with a child that writes its few bytes at once).
         let guard = SPAWN.lock().unwrap();
-        let mut child = cqlframe()
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let child = cqlframe()
             .args(args)
-            .stdout(Stdio::piped())
+            .stdout(writer)
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn");
-        // The reader goes away before the first byte is written.
-        drop(child.stdout.take());
         drop(guard);
         let out = child.wait_with_output().expect("wait");
         let stderr = String::from_utf8_lossy(&out.stderr);
