@@ -14,6 +14,7 @@ use crate::envelope::{
 use crate::error::{ErrorKind, FramingError, Part};
 use crate::format::{parse_checksum, Format, FrameSettings};
 use crate::frame_decoder::Frame;
+use core::fmt;
 
 /// Which end of the connection this is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +50,13 @@ pub struct Negotiated {
     /// Protocol version, without the direction bit.
     pub version: u8,
     pub settings: FrameSettings,
+}
+
+/// `v5 lz4 crc32c`: how reports and logs name a framed connection.
+impl fmt::Display for Negotiated {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "v{} {}", self.version, self.settings)
+    }
 }
 
 /// First protocol version that uses framing (LIFE-2).

@@ -1,6 +1,7 @@
 //! The two frame formats and the settings a connection negotiates for them.
 
 use crate::checksum::PayloadChecksum;
+use core::fmt;
 
 /// Largest frame content in bytes: the length fields are 17 bits wide (SEND-1).
 pub const MAX_PAYLOAD: usize = (1 << 17) - 1;
@@ -76,6 +77,13 @@ impl FrameSettings {
     /// Whether frames under these settings carry the checksum bit (FMT-13).
     pub fn checksum_bit(self) -> bool {
         self.checksum == PayloadChecksum::Crc32c
+    }
+}
+
+/// `lz4 crc32c`: the names manifests, reports and the command line use.
+impl fmt::Display for FrameSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.format.name(), self.checksum.name())
     }
 }
 

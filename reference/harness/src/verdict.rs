@@ -9,6 +9,17 @@ use std::fmt;
 /// contract of conformance/README.md); the harness calls the case UNSUPPORTED.
 pub const EXIT_UNSUPPORTED: i32 = 127;
 
+/// Serialises an optional value by its `Display` form (a report's `"v5 lz4 crc32c"`), or null.
+pub fn as_text<T: fmt::Display, S: serde::Serializer>(
+    value: &Option<T>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(v) => s.collect_str(v),
+        None => s.serialize_none(),
+    }
+}
+
 /// How binding a rule is. MUST NOT is a MUST-level rule; SHOULD NOT a SHOULD-level one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
 pub enum Level {

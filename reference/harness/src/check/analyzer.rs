@@ -141,8 +141,8 @@ pub struct Analyzer {
 
 fn settings_name(version: Option<u8>, s: FrameSettings) -> String {
     match version {
-        Some(v) => format!("v{v} {} {}", s.format.name(), s.checksum.name()),
-        None => format!("{} {}", s.format.name(), s.checksum.name()),
+        Some(v) => format!("v{v} {s}"),
+        None => s.to_string(),
     }
 }
 

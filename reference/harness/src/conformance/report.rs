@@ -459,7 +459,7 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
                     s,
                     "<details><summary>connection {}: {}{}, {} requests, closed by {}{}</summary><pre>",
                     conn.id,
-                    esc(&conn.negotiated.clone().unwrap_or_else(|| match conn.startup_version {
+                    esc(&conn.negotiated.map(|n| n.to_string()).unwrap_or_else(|| match conn.startup_version {
                         Some(v) => format!("v{v}, not framed"),
                         None => "not framed".to_string(),
                     })),

@@ -7,6 +7,8 @@ use super::contract;
 use super::server::{Observations, Server};
 use crate::cql::expected_digest;
 use crate::verdict::{Check, Level, Outcome, Status, EXIT_UNSUPPORTED};
+use cqlframe::checksum::PayloadChecksum;
+use cqlframe::Format;
 use serde::Serialize;
 use serde_json::Value;
 use std::io::Read;
@@ -373,108 +375,41 @@ fn check(rule: &str, level: Level, status: Status, message: impl Into<String>) -
     Check::new(rule, level, status, message)
 }
 
-/// Judges a run: the server's checks of the driver's bytes, then the case's expectation of
-/// what the application saw.
+/// Judges a run: the rules engine's findings in the driver's bytes, then the case's expectation
+/// of what the application saw, then the connection-level SHOULDs and the opt-ins.
 pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observations) -> CaseResult {
-    let mut checks = Vec::new();
-    let main_rule = case.rules[0].clone();
-    let level = case.level;
-    let report = &adapter.report;
-    let mut unsupported = None;
-
-    if adapter.exit == Some(EXIT_UNSUPPORTED) {
-        let why = report
-            .get("unsupported")
-            .and_then(|v| v.as_str())
-            .unwrap_or("adapter reported the case unsupported");
-        unsupported = Some(why.to_string());
-    }
-
-    // A case about framing cannot judge a driver that never tried protocol v5 or later.
-    if case.needs_framing() && unsupported.is_none() {
-        let tried_v5 = obs.connections.iter().any(|c| {
-            c.negotiated.is_some()
-                || c.startup_version.is_some_and(|v| (5..=6).contains(&v))
-                || c.refused_version.is_some_and(|v| (5..=6).contains(&v))
-        });
-        if !tried_v5 {
-            let versions: Vec<String> = obs
-                .connections
-                .iter()
-                .filter_map(|c| c.startup_version)
-                .map(|v| format!("v{v}"))
-                .collect::<std::collections::BTreeSet<_>>()
-                .into_iter()
-                .collect();
-            let refused: Vec<String> = obs
-                .connections
-                .iter()
-                .filter_map(|c| c.refused_version)
-                .map(|v| format!("{v:#04x}"))
-                .collect();
-            unsupported = Some(format!(
-                "the case needs framing, but no connection switched to it: the driver never sent a v5 or v6 STARTUP (STARTUP versions: {}{})",
-                if versions.is_empty() { "none".to_string() } else { versions.join(", ") },
-                if refused.is_empty() {
-                    String::new()
-                } else {
-                    format!("; refused probes: {}", refused.join(", "))
-                }
-            ));
-        }
-    }
+    let mut unsupported = declared_unsupported(&adapter).or_else(|| never_framed(case, &obs));
     // What the driver sent, as the judge found it: one check per rule per connection.
-    for c in &obs.connections {
-        for r in c.findings.rules() {
-            checks.push(r.as_check(&format!("connection {}", c.id)));
-        }
-    }
-    let framed: Vec<&String> = obs
+    let mut checks: Vec<Check> = obs
         .connections
         .iter()
-        .filter_map(|c| c.negotiated.as_ref())
+        .flat_map(|c| {
+            let whose = format!("connection {}", c.id);
+            c.findings.rules().iter().map(move |r| r.as_check(&whose))
+        })
         .collect();
-    let any_crc32c = framed.iter().any(|n| n.ends_with("crc32c"));
-    let any_lz4 = framed.iter().any(|n| n.contains("lz4"));
     if let Some(why) = &obs.fault_not_applicable {
         unsupported.get_or_insert_with(|| format!("fault not applicable: {why}"));
     }
-
-    let results: Vec<Value> = report
-        .get("results")
-        .and_then(|r| r.as_array())
-        .cloned()
-        .unwrap_or_default();
-    let top_error = report
-        .get("error")
-        .and_then(|e| e.as_str())
-        .map(str::to_string);
-    let truth = expected_digest(case.server.rows, case.server.row_size);
-    let fault_rule = case
-        .server
-        .fault
-        .as_ref()
-        .map_or(main_rule.as_str(), |f| f.kind.rule())
-        .to_string();
-
+    let main_rule = case.rules[0].as_str();
     if adapter.timed_out {
+        let rule = match case.expect {
+            Expect::Reject => "ERR-2",
+            _ => main_rule,
+        };
         checks.push(check(
-            if case.expect == Expect::Reject {
-                "ERR-2"
-            } else {
-                &main_rule
-            },
-            level,
+            rule,
+            case.level,
             Status::Fail,
             format!(
                 "the adapter did not finish within its {:.0} s limit (--run-timeout); its process group was killed (driver hung)",
                 adapter.limit_seconds
             ),
         ));
-    } else if unsupported.is_none() && report.is_null() {
+    } else if unsupported.is_none() && adapter.report.is_null() {
         checks.push(check(
-            &main_rule,
-            level,
+            main_rule,
+            case.level,
             Status::Fail,
             format!(
                 "the adapter printed no JSON report (exit {:?})",
@@ -482,227 +417,29 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
             ),
         ));
     } else if unsupported.is_none() {
+        let app = Application::of(&adapter.report);
         match case.expect {
-            Expect::Rows | Expect::Ok => {
-                if results.is_empty() {
-                    checks.push(check(
-                        &main_rule,
-                        level,
-                        Status::Fail,
-                        format!(
-                            "the workload did not run: {}",
-                            top_error.clone().unwrap_or_else(|| "no results".into())
-                        ),
-                    ));
-                }
-                for (i, r) in results.iter().enumerate() {
-                    if let Some(e) = r.get("error") {
-                        checks.push(check(
-                            &main_rule,
-                            level,
-                            Status::Fail,
-                            format!(
-                                "request {i} failed: {}",
-                                e.as_str().unwrap_or(&e.to_string())
-                            ),
-                        ));
-                    } else if case.expect == Expect::Rows {
-                        let digest = r.get("digest").and_then(|d| d.as_str()).unwrap_or("");
-                        if digest != truth {
-                            checks.push(check(
-                                &main_rule,
-                                level,
-                                Status::Fail,
-                                format!("request {i}: the application got {} rows that differ from the server's (digest {digest})", r.get("rows").unwrap_or(&Value::Null)),
-                            ));
-                        }
-                    }
-                }
-                if case.client.action == "insert-large" {
-                    match obs.inserts.as_slice() {
-                        [] => checks.push(check(&main_rule, level, Status::Fail, "the server received no blob")),
-                        inserts if inserts.iter().all(|(n, ok)| *ok && *n == case.client.blob_size) => {}
-                        inserts => checks.push(check(
-                            &main_rule,
-                            level,
-                            Status::Fail,
-                            format!("the server received blobs {inserts:?} (size, equal to the pattern), expected {} bytes", case.client.blob_size),
-                        )),
-                    }
-                }
-            }
+            Expect::Rows | Expect::Ok => workload_checks(case, &app, &obs, &mut checks),
             Expect::Any => {}
-            Expect::Reject => match &obs.fault {
-                None => checks.push(check(
-                    &fault_rule,
-                    level,
-                    Status::Fail,
-                    format!(
-                        "the fault was never injected: no query on ks.t reached the server ({})",
-                        top_error
-                            .clone()
-                            .unwrap_or_else(|| "no error reported".into())
-                    ),
-                )),
-                Some(fault) => {
-                    for (i, r) in results.iter().enumerate() {
-                        let timed_out = r.get("error").and_then(|e| e.as_str()).is_some_and(|e| {
-                            let e = e.to_ascii_lowercase();
-                            e.contains("timeout") || e.contains("timed out")
-                        });
-                        if timed_out {
-                            checks.push(check(
-                                &fault_rule,
-                                level,
-                                Status::Fail,
-                                format!(
-                                    "request {i} failed only when its client timeout expired ({}): the driver did not detect the fault ({})",
-                                    r["error"].as_str().unwrap_or_default(),
-                                    fault.note
-                                ),
-                            ));
-                        } else if let Some(e) = r.get("error") {
-                            checks.push(check(
-                                &fault_rule,
-                                level,
-                                Status::Pass,
-                                format!(
-                                    "request {i} failed as it should: {}",
-                                    e.as_str().unwrap_or(&e.to_string())
-                                ),
-                            ));
-                        } else if let Some(digest) = r.get("digest").and_then(|d| d.as_str()) {
-                            if digest != truth {
-                                checks.push(check("ERR-2", Level::Must, Status::Fail, format!("request {i}: the application got corrupted rows (digest {digest})")));
-                            } else if obs.target_served <= 1 {
-                                checks.push(check(
-                                        &fault_rule,
-                                        level,
-                                        Status::Fail,
-                                        format!("request {i}: the application got the rows of the faulty response ({}): the driver accepted it", fault.note),
-                                    ));
-                            } else {
-                                checks.push(check(&fault_rule, level, Status::Pass, format!("request {i}: rows from a clean retry ({} responses served)", obs.target_served)));
-                            }
-                        }
-                    }
-                    if results.is_empty() {
-                        checks.push(check(
-                            &fault_rule,
-                            level,
-                            Status::Pass,
-                            format!(
-                                "the workload failed: {}",
-                                top_error.clone().unwrap_or_default()
-                            ),
-                        ));
-                    }
-                    if let Some(c) = obs.connections.get(fault.conn) {
-                        if c.requests_after_fault > 0 {
-                            checks.push(check(
-                                    "ERR-2",
-                                    Level::Must,
-                                    Status::Fail,
-                                    format!("connection {}: {} more requests after the fault; the driver kept using a connection that failed a check", c.id, c.requests_after_fault),
-                                ));
-                        }
-                    }
-                }
-            },
+            Expect::Reject => fault_checks(case, &app, &obs, &mut checks),
         }
     }
-    // LIFE-10: after an ERROR response to STARTUP the client should close the connection.
-    for c in obs.connections.iter().filter(|c| c.startup_error) {
-        let after = if c.negotiated.is_some() {
-            "framed (LIFE-8), "
-        } else {
-            ""
-        };
-        if c.requests_after_startup_error > 0 {
-            checks.push(check(
-                "LIFE-10",
-                Level::Should,
-                Status::Fail,
-                format!(
-                    "connection {}: the driver sent {} more requests, {after}on the connection whose STARTUP got ERROR instead of closing it",
-                    c.id, c.requests_after_startup_error
-                ),
-            ));
-        } else if c
-            .closed_by
-            .as_deref()
-            .is_some_and(|b| b.starts_with("server"))
-        {
-            checks.push(check(
-                "LIFE-10",
-                Level::Should,
-                Status::Fail,
-                format!(
-                    "connection {}: the driver kept the connection whose STARTUP got ERROR open until the end of the case",
-                    c.id
-                ),
-            ));
-        } else {
-            checks.push(check(
-                "LIFE-10",
-                Level::Should,
-                Status::Pass,
-                format!(
-                    "connection {}: the driver closed the connection after the ERROR response to STARTUP, sending nothing more",
-                    c.id
-                ),
-            ));
-        }
-    }
-    if case.server.startup_error
-        && unsupported.is_none()
-        && !obs.connections.iter().any(|c| c.startup_error)
-    {
-        checks.push(check(
-            &main_rule,
-            level,
-            Status::Fail,
-            "no STARTUP reached the server: the case's ERROR response was never sent",
-        ));
-    }
-    let framed_options: u32 = obs.connections.iter().map(|c| c.framed_options).sum();
-    if case.informational_unless == Some(OptIn::Options) && framed_options > 0 {
-        checks.push(check(
-            "LIFE-5",
-            Level::Must,
-            Status::Pass,
-            format!("the driver sent {framed_options} OPTIONS after the switch, framed; the server answered each with a framed SUPPORTED"),
-        ));
-    }
-    let mut informational = None;
-    match case.informational_unless {
-        Some(OptIn::Options) if framed_options == 0 => {
-            informational = Some(
-                "the driver sent no OPTIONS after the switch (no heartbeat while idle)".to_string(),
-            );
-        }
-        Some(OptIn::Crc32c) if !any_crc32c => {
-            informational =
-                Some("did not opt in to CRC32C (FRAME_CHECKSUM): its frames use CRC32".to_string());
-        }
-        Some(OptIn::Lz4) if !any_lz4 => {
-            informational = Some("did not opt in to LZ4 frames".to_string());
-        }
-        _ => {}
-    }
-    if unsupported.is_some() {
-        // UNSUPPORTED says why; not opting in is moot then.
-        informational = None;
-    }
+    startup_error_checks(case, &obs, unsupported.is_some(), &mut checks);
+    // UNSUPPORTED says why; not opting in is moot then.
+    let informational = opt_in(case, &obs, &mut checks).filter(|_| unsupported.is_none());
     if let Some(i) = &informational {
-        checks.push(check(&main_rule, level, Status::Info, i.clone()));
+        checks.push(check(main_rule, case.level, Status::Info, i.clone()));
     }
     if let Some(u) = &unsupported {
-        checks.push(check(&main_rule, level, Status::Unsupported, u.clone()));
+        checks.push(check(main_rule, case.level, Status::Unsupported, u.clone()));
     }
     let outcome = Outcome::rate(&checks, unsupported.is_some(), informational.is_some());
-    let negotiated = framed.first().map(|s| s.as_str()).unwrap_or("unframed");
-    let summary = summary(outcome, &checks, negotiated);
+    let negotiated = obs
+        .connections
+        .iter()
+        .find_map(|c| c.negotiated)
+        .map_or_else(|| "unframed".to_string(), |n| n.to_string());
+    let summary = summary(outcome, &checks, &negotiated);
     CaseResult {
         driver: driver.name.clone(),
         case: case.id.clone(),
@@ -713,6 +450,293 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
         server: obs,
         pcap: None,
         rerun: None,
+    }
+}
+
+/// The adapter said it cannot run the case (exit 127), and why.
+fn declared_unsupported(adapter: &AdapterRun) -> Option<String> {
+    (adapter.exit == Some(EXIT_UNSUPPORTED)).then(|| {
+        adapter
+            .report
+            .get("unsupported")
+            .and_then(|v| v.as_str())
+            .unwrap_or("adapter reported the case unsupported")
+            .to_string()
+    })
+}
+
+/// A case about framing cannot judge a driver that never tried protocol v5 or later.
+fn never_framed(case: &Case, obs: &Observations) -> Option<String> {
+    let framing_version = |v: Option<u8>| v.is_some_and(|v| (5..=6).contains(&v));
+    let tried_v5 = obs.connections.iter().any(|c| {
+        c.negotiated.is_some()
+            || framing_version(c.startup_version)
+            || framing_version(c.refused_version)
+    });
+    if !case.needs_framing() || tried_v5 {
+        return None;
+    }
+    let versions: std::collections::BTreeSet<String> = obs
+        .connections
+        .iter()
+        .filter_map(|c| c.startup_version)
+        .map(|v| format!("v{v}"))
+        .collect();
+    let refused: Vec<String> = obs
+        .connections
+        .iter()
+        .filter_map(|c| c.refused_version)
+        .map(|v| format!("{v:#04x}"))
+        .collect();
+    Some(format!(
+        "the case needs framing, but no connection switched to it: the driver never sent a v5 or v6 STARTUP (STARTUP versions: {}{})",
+        if versions.is_empty() {
+            "none".to_string()
+        } else {
+            versions.into_iter().collect::<Vec<_>>().join(", ")
+        },
+        if refused.is_empty() {
+            String::new()
+        } else {
+            format!("; refused probes: {}", refused.join(", "))
+        }
+    ))
+}
+
+/// What the application saw, from the adapter's report: one result per request, or an error
+/// that stopped the workload.
+struct Application {
+    results: Vec<Value>,
+    error: Option<String>,
+}
+
+impl Application {
+    fn of(report: &Value) -> Application {
+        Application {
+            results: report
+                .get("results")
+                .and_then(|r| r.as_array())
+                .cloned()
+                .unwrap_or_default(),
+            error: report
+                .get("error")
+                .and_then(|e| e.as_str())
+                .map(str::to_string),
+        }
+    }
+
+    /// The workload's error, or `default` when the adapter gave none.
+    fn error_or(&self, default: &str) -> String {
+        self.error.clone().unwrap_or_else(|| default.into())
+    }
+}
+
+fn error_text(error: &Value) -> String {
+    error
+        .as_str()
+        .map_or_else(|| error.to_string(), str::to_string)
+}
+
+/// A case that expects the workload to succeed: every request answered, rows equal to the
+/// server's, a large insert received whole.
+fn workload_checks(case: &Case, app: &Application, obs: &Observations, checks: &mut Vec<Check>) {
+    let rule = case.rules[0].as_str();
+    let fail = |message: String| check(rule, case.level, Status::Fail, message);
+    if app.results.is_empty() {
+        checks.push(fail(format!(
+            "the workload did not run: {}",
+            app.error_or("no results")
+        )));
+    }
+    let truth = expected_digest(case.server.rows, case.server.row_size);
+    for (i, r) in app.results.iter().enumerate() {
+        if let Some(e) = r.get("error") {
+            checks.push(fail(format!("request {i} failed: {}", error_text(e))));
+        } else if case.expect == Expect::Rows {
+            let digest = r.get("digest").and_then(|d| d.as_str()).unwrap_or("");
+            if digest != truth {
+                checks.push(fail(format!(
+                    "request {i}: the application got {} rows that differ from the server's (digest {digest})",
+                    r.get("rows").unwrap_or(&Value::Null)
+                )));
+            }
+        }
+    }
+    if case.client.action == "insert-large" {
+        match obs.inserts.as_slice() {
+            [] => checks.push(fail("the server received no blob".into())),
+            inserts if inserts.iter().all(|(n, ok)| *ok && *n == case.client.blob_size) => {}
+            inserts => checks.push(fail(format!(
+                "the server received blobs {inserts:?} (size, equal to the pattern), expected {} bytes",
+                case.client.blob_size
+            ))),
+        }
+    }
+}
+
+/// A case that injects a fault: the driver must detect it (an error, not a timeout), must not
+/// hand the faulty rows to the application, and must stop using the connection.
+fn fault_checks(case: &Case, app: &Application, obs: &Observations, checks: &mut Vec<Check>) {
+    let rule = case
+        .server
+        .fault
+        .as_ref()
+        .map_or(case.rules[0].as_str(), |f| f.kind.rule());
+    let judged = |status: Status, message: String| check(rule, case.level, status, message);
+    let Some(fault) = &obs.fault else {
+        checks.push(judged(
+            Status::Fail,
+            format!(
+                "the fault was never injected: no query on ks.t reached the server ({})",
+                app.error_or("no error reported")
+            ),
+        ));
+        return;
+    };
+    let truth = expected_digest(case.server.rows, case.server.row_size);
+    for (i, r) in app.results.iter().enumerate() {
+        if let Some(e) = r.get("error") {
+            let e = error_text(e);
+            let lower = e.to_ascii_lowercase();
+            checks.push(if lower.contains("timeout") || lower.contains("timed out") {
+                judged(
+                    Status::Fail,
+                    format!(
+                        "request {i} failed only when its client timeout expired ({e}): the driver did not detect the fault ({})",
+                        fault.note
+                    ),
+                )
+            } else {
+                judged(Status::Pass, format!("request {i} failed as it should: {e}"))
+            });
+        } else if let Some(digest) = r.get("digest").and_then(|d| d.as_str()) {
+            checks.push(if digest != truth {
+                check(
+                    "ERR-2",
+                    Level::Must,
+                    Status::Fail,
+                    format!("request {i}: the application got corrupted rows (digest {digest})"),
+                )
+            } else if obs.target_served <= 1 {
+                judged(
+                    Status::Fail,
+                    format!(
+                        "request {i}: the application got the rows of the faulty response ({}): the driver accepted it",
+                        fault.note
+                    ),
+                )
+            } else {
+                judged(
+                    Status::Pass,
+                    format!(
+                        "request {i}: rows from a clean retry ({} responses served)",
+                        obs.target_served
+                    ),
+                )
+            });
+        }
+    }
+    if app.results.is_empty() {
+        checks.push(judged(
+            Status::Pass,
+            format!("the workload failed: {}", app.error_or("")),
+        ));
+    }
+    if let Some(c) = obs.connections.get(fault.conn) {
+        if c.requests_after_fault > 0 {
+            checks.push(check(
+                "ERR-2",
+                Level::Must,
+                Status::Fail,
+                format!(
+                    "connection {}: {} more requests after the fault; the driver kept using a connection that failed a check",
+                    c.id, c.requests_after_fault
+                ),
+            ));
+        }
+    }
+}
+
+/// LIFE-10: after an ERROR response to STARTUP the client should close the connection; and a
+/// case scripted with that ERROR must have sent it.
+fn startup_error_checks(
+    case: &Case,
+    obs: &Observations,
+    unsupported: bool,
+    checks: &mut Vec<Check>,
+) {
+    for c in obs.connections.iter().filter(|c| c.startup_error) {
+        let after = if c.negotiated.is_some() {
+            "framed (LIFE-8), "
+        } else {
+            ""
+        };
+        let (status, message) = if c.requests_after_startup_error > 0 {
+            (
+                Status::Fail,
+                format!(
+                    "connection {}: the driver sent {} more requests, {after}on the connection whose STARTUP got ERROR instead of closing it",
+                    c.id, c.requests_after_startup_error
+                ),
+            )
+        } else if c
+            .closed_by
+            .as_deref()
+            .is_some_and(|b| b.starts_with("server"))
+        {
+            (
+                Status::Fail,
+                format!(
+                    "connection {}: the driver kept the connection whose STARTUP got ERROR open until the end of the case",
+                    c.id
+                ),
+            )
+        } else {
+            (
+                Status::Pass,
+                format!(
+                    "connection {}: the driver closed the connection after the ERROR response to STARTUP, sending nothing more",
+                    c.id
+                ),
+            )
+        };
+        checks.push(check("LIFE-10", Level::Should, status, message));
+    }
+    if case.server.startup_error && !unsupported && !obs.connections.iter().any(|c| c.startup_error)
+    {
+        checks.push(check(
+            &case.rules[0],
+            case.level,
+            Status::Fail,
+            "no STARTUP reached the server: the case's ERROR response was never sent",
+        ));
+    }
+}
+
+/// A case about something a driver may opt in to (CRC32C, LZ4, heartbeats): why it is only
+/// INFORMATIONAL when the driver did not; a heartbeat that was sent is a LIFE-5 check.
+fn opt_in(case: &Case, obs: &Observations, checks: &mut Vec<Check>) -> Option<String> {
+    let framed = || obs.connections.iter().filter_map(|c| c.negotiated);
+    match case.informational_unless? {
+        OptIn::Options => {
+            let framed_options: u32 = obs.connections.iter().map(|c| c.framed_options).sum();
+            if framed_options == 0 {
+                return Some(
+                    "the driver sent no OPTIONS after the switch (no heartbeat while idle)".into(),
+                );
+            }
+            checks.push(check(
+                "LIFE-5",
+                Level::Must,
+                Status::Pass,
+                format!("the driver sent {framed_options} OPTIONS after the switch, framed; the server answered each with a framed SUPPORTED"),
+            ));
+            None
+        }
+        OptIn::Crc32c => (!framed().any(|n| n.settings.checksum == PayloadChecksum::Crc32c))
+            .then(|| "did not opt in to CRC32C (FRAME_CHECKSUM): its frames use CRC32".into()),
+        OptIn::Lz4 => (!framed().any(|n| n.settings.format == Format::Lz4))
+            .then(|| "did not opt in to LZ4 frames".into()),
     }
 }
 

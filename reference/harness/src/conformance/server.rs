@@ -10,7 +10,7 @@ use super::limits::Limits;
 use crate::cql::{self as cql, Route};
 use crate::rules::{Direction, Judge, Tally};
 use cqlframe::body;
-use cqlframe::connection::{Connection, ConnectionEvent};
+use cqlframe::connection::{Connection, ConnectionEvent, Negotiated};
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::encoder::SplitPolicy;
 use cqlframe::envelope::{
@@ -51,8 +51,9 @@ pub struct ConnRecord {
     pub refused_version: Option<u8>,
     pub startup_version: Option<u8>,
     pub startup_options: Vec<(String, String)>,
-    /// `v5 lz4 crc32c`, once framed.
-    pub negotiated: Option<String>,
+    /// Once framed; reported as `v5 lz4 crc32c`.
+    #[serde(serialize_with = "crate::verdict::as_text")]
+    pub negotiated: Option<Negotiated>,
     pub framing_error: Option<String>,
     /// What the judge found in the driver's bytes: one entry per rule, with its count.
     pub findings: Tally,
@@ -514,12 +515,7 @@ impl Conn {
             self.shared.log(
                 self.id,
                 "note",
-                format!(
-                    "client bytes from offset {offset} are framed: v{} {} {}",
-                    n.version,
-                    n.settings.format.name(),
-                    n.settings.checksum.name()
-                ),
+                format!("client bytes from offset {offset} are framed: {n}"),
             );
         }
         for (header, error) in rejected {
@@ -821,11 +817,8 @@ impl Conn {
                     self.id,
                     "note",
                     format!(
-                        "server frames from byte {}: v{} {} {}; capacity {}, split at {}{}",
+                        "server frames from byte {}: {n}; capacity {}, split at {}{}",
                         self.sent,
-                        n.version,
-                        n.settings.format.name(),
-                        n.settings.checksum.name(),
                         layout.capacity,
                         layout.split_at,
                         match self.shared.script.chop {
@@ -834,14 +827,7 @@ impl Conn {
                         }
                     ),
                 );
-                let text = format!(
-                    "v{} {} {}",
-                    n.version,
-                    n.settings.format.name(),
-                    n.settings.checksum.name()
-                );
-                self.shared
-                    .with_conn(self.id, |r| r.negotiated = Some(text));
+                self.shared.with_conn(self.id, |r| r.negotiated = Some(n));
                 self.mirror = Some(Decoder::starting_at(n.settings, MAX_BODY, self.sent));
                 self.layout = Some(layout);
             }

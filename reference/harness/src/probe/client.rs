@@ -293,12 +293,9 @@ impl Probe {
                         lines.push(crate::conformance::report::frame_line(f))
                     }
                     ConnectionEvent::Rejected { error, .. } => return Err(error),
-                    ConnectionEvent::Switched { offset, negotiated } => lines.push(format!(
-                        "switch at byte {offset}: v{} {} {}",
-                        negotiated.version,
-                        negotiated.settings.format.name(),
-                        negotiated.settings.checksum.name()
-                    )),
+                    ConnectionEvent::Switched { offset, negotiated } => {
+                        lines.push(format!("switch at byte {offset}: {negotiated}"))
+                    }
                 }
                 Ok(())
             });
