@@ -46,7 +46,7 @@ python3 spec/test_traceability.py
 spec/build.sh
 python3 spec/traceability.py
 
-step "kaitai: grammar compiled for every target; generated Python, JavaScript, Java and Go parsers against the vectors"
+step "kaitai: grammar compiled for every target; generated Python, JavaScript, Java and Go parsers (and Rust, given KAITAI_RUST_RUNTIME) against the vectors"
 kaitai/test.sh
 
 step "peers: Python driver harness"

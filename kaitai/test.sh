@@ -6,14 +6,19 @@
 #    version in kaitai/tools/pom.xml) and the runtimes of the tested targets: Python
 #    (kaitai/tests/requirements.txt), JavaScript (kaitai/tests/package.json), Java
 #    (kaitai/tests/java/pom.xml, into .cache/m2), Go (kaitai/tests/go/go.mod and go.sum, into
-#    .cache/go).
+#    .cache/go), and, only with KAITAI_RUST_RUNTIME, the Rust runner's crates
+#    (kaitai/tests/rust/Cargo.lock, built into .cache/kaitai/rust-target).
 # 2. Compiles every kaitai/*.ksy for every target of the compiler (-t all) into build/kaitai/;
 #    fails on any error or warning.
 # 3. Runs the generated Python, JavaScript, Java and Go parsers against the golden vectors
-#    (kaitai/tests/). Each prints `kaitai-<lang>: N passed, M failed`. Rust is compiled by ksc
-#    but not run: its official runtime is not on crates.io (kaitai/README.md).
+#    (kaitai/tests/). Each prints `kaitai-<lang>: N passed, M failed`.
+# 4. Runs the generated Rust parsers the same way when KAITAI_RUST_RUNTIME names a checkout of
+#    the official Rust runtime (kaitai-io/kaitai_struct_rust_runtime, tag v0.11.0). It is not
+#    on crates.io, so without the variable the script prints why the Rust runner was not run
+#    (kaitai/README.md, "Rust").
 #
 #   kaitai/test.sh
+#   KAITAI_RUST_RUNTIME=/path/to/kaitai_struct_rust_runtime kaitai/test.sh
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -104,4 +109,33 @@ cp -r "$out/go/src/cqlframe" "$go_runner/cqlframe"
 (cd "$go_runner" && GOMODCACHE="$cache/go/mod" GOCACHE="$cache/go/build" GOTOOLCHAIN=local \
     GOFLAGS="-mod=readonly -modcacherw" go build -o "$out/kaitai-go" .)
 "$out/kaitai-go" -root "$root" || failed=1
+
+# Rust: the runner crate with the generated modules as its src/generated/, and the official
+# runtime patched in from KAITAI_RUST_RUNTIME by a .cargo/config.toml written here (Cargo.lock
+# pins everything else). Its target dir is under .cache/, so later runs rebuild little.
+rust_runtime="${KAITAI_RUST_RUNTIME:-}"
+if [ -z "$rust_runtime" ]; then
+    say "Rust runner not run: KAITAI_RUST_RUNTIME is not set (the official Rust runtime is not on crates.io; see kaitai/README.md, \"Rust\")"
+elif ! grep -qx 'name = "kaitai"' "$rust_runtime/Cargo.toml" 2>/dev/null; then
+    echo "kaitai-rust: KAITAI_RUST_RUNTIME=$rust_runtime is not a checkout of the Kaitai Struct Rust runtime (no Cargo.toml of the package \"kaitai\")" >&2
+    failed=1
+else
+    rust_runner="$out/rust-runner"
+    mkdir -p "$rust_runner/.cargo" "$rust_runner/src/generated"
+    cp kaitai/tests/rust/Cargo.toml kaitai/tests/rust/Cargo.lock "$rust_runner/"
+    cp kaitai/tests/rust/src/*.rs "$rust_runner/src/"
+    cp "$out"/rust/*.rs "$rust_runner/src/generated/"
+    # the path as a TOML basic string (JSON's escapes are TOML's)
+    python3 -c 'import json, os, sys; print("[patch.crates-io]\nkaitai = { path = %s }" % json.dumps(os.path.abspath(sys.argv[1])))' \
+        "$rust_runtime" >"$rust_runner/.cargo/config.toml"
+    # the runtime's own warnings are not ours: the log is shown when the build fails
+    if (cd "$rust_runner" && CARGO_TARGET_DIR="$tools/rust-target" \
+        cargo build --locked -q >"$tools/rust-build.log" 2>&1); then
+        "$tools/rust-target/debug/kaitai-rust" --root "$root" || failed=1
+    else
+        cat "$tools/rust-build.log" >&2
+        echo "kaitai-rust: the runner did not build against $rust_runtime (log above)" >&2
+        failed=1
+    fi
+fi
 exit "$failed"
