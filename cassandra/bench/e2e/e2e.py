@@ -3,16 +3,18 @@
     python3 e2e.py PORT NODE_PID OUT [--smoke] [--repeats N] [--seconds S] [--compression none,lz4]
 
 Writes the blobs (read_load.py setup), runs each client once with short windows to warm the
-node's JIT compiler up (not measured; not with --smoke), then per repeat runs the Python and the Java client
-(read_load.py, ReadLoad.java; the order alternates from repeat to repeat) for each compression,
-every cell (variant x blob x requests in flight) once per client run. From their JSON lines:
-the node's CPU time per request (utime+stime of its JVM over the window, /proc, divided by the
-requests), requests per second and the latency p50/p99, each the median of the repeats with
-their spread; the ratio CRC32C / CRC32 of the opted-in driver (same code, only the checksum
-differs), for the node's CPU, the client's CPU and the latencies; and what the checksum itself
-costs the node per request (the blob's bytes times the ns per byte of ChecksumBench,
-build/cassandra-bench/checksum.json) as a share of its CPU per request where that is lowest. Prints the tables, writes OUT/e2e.md and OUT/e2e.json. Exit status 1 if a client
-fails, a cell is missing, or a session negotiated another checksum than its variant's.
+node's JIT compiler up (not measured; not with --smoke), then per repeat runs the Python and the
+Java client (read_load.py, ReadLoad.java; the order of the drivers alternates, and that of the
+variants rotates, from repeat to repeat) for each compression, every cell (variant x blob x
+requests in flight) once per client run. From their JSON lines: the node's CPU time per request
+(utime+stime of its JVM over the window, /proc, divided by the requests), requests per second
+and the latency p50/p99, each the median of the repeats with their spread; the ratio CRC32C /
+CRC32 of the opted-in driver (same code, only the checksum differs), for the node's CPU, the
+client's CPU and the latencies; and what the checksum itself costs the node per request (the
+blob's bytes times the ns per byte of ChecksumBench, build/cassandra-bench/checksum.json) as a
+share of its CPU per request where that is lowest. Prints the tables, writes OUT/e2e.md and
+OUT/e2e.json. Exit status 1 if a client fails, a cell is missing, or a session negotiated
+another checksum than its variant's.
 """
 
 from __future__ import annotations
@@ -49,10 +51,13 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def client(driver: str, compression: str, o: argparse.Namespace, sha: dict, seconds: float, warmup: float) -> list[str]:
+def client(driver: str, compression: str, o: argparse.Namespace, sha: dict, seconds: float, warmup: float,
+           repeat: int = 0) -> list[str]:
     options = ["--sizes", ",".join(map(str, SIZES)), "--in-flight", ",".join(map(str, o.in_flight)),
                "--seconds", str(seconds), "--max-requests", str(o.max_requests), "--warmup", str(warmup),
-               "--compression", compression, "--variants", ",".join(VARIANTS),
+               "--client-warmup", str(o.client_warmup), "--compression", compression,
+               # The order of the variants rotates from repeat to repeat (and in the client from cell to cell).
+               "--variants", ",".join(VARIANTS[repeat % len(VARIANTS):] + VARIANTS[:repeat % len(VARIANTS)]),
                "--sha256", ",".join(f"{k}={v}" for k, v in sha.items())]
     if driver == "python":
         command = [str(PYTHON), str(HERE / "read_load.py")]
@@ -89,7 +94,8 @@ def summarise(lines: list[dict]) -> dict:
 def tables(summary: dict, cost: dict, o: argparse.Namespace, env: dict) -> str:
     out = [f"CPU: {env['cpu']}; load at the start: `{env['uptime_start']}`; at the end: `{env['uptime_end']}`",
            f"{env['repeats']} repeats of {o.seconds} s windows (after {o.warmup} s of warm-up), at most "
-           f"{o.max_requests} requests each; {env['elapsed_s']:.0f} s in all. {PINS}; {env['java']}.",
+           f"{o.max_requests} requests each; every session first read each blob for {o.client_warmup} s at 16 "
+           f"in flight; {env['elapsed_s']:.0f} s in all. {PINS}; {env['java']}.",
            "", "Each cell: median of the repeats (spread: (max - min) / median). Server CPU: the node's JVM, "
            "utime+stime per request. `plain`: the driver as released (CRC32); `crc32`, `crc32c`: the kit's opt-in "
            "asking that checksum (same code; only the checksum differs).", ""]
@@ -151,9 +157,9 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=2.0)
     p.add_argument("--compression", type=lambda s: s.split(","), default=["none"])
     o = p.parse_args()
-    o.warmup, o.max_requests, o.in_flight = 0.5, 50_000, IN_FLIGHT
+    o.warmup, o.client_warmup, o.max_requests, o.in_flight = 0.5, 2.0, 50_000, IN_FLIGHT
     if o.smoke:
-        o.repeats, o.seconds, o.warmup, o.max_requests = 1, 0.1, 0.02, 200
+        o.repeats, o.seconds, o.warmup, o.client_warmup, o.max_requests = 1, 0.1, 0.02, 0.02, 200
     started = time.monotonic()
     env = {"cpu": cpu(), "uptime_start": uptime(), "repeats": o.repeats, "python": platform.python_version(),
            "java": subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]}
@@ -163,13 +169,13 @@ def main() -> int:
     if not o.smoke:
         for driver in DRIVERS:
             for compression in o.compression:
-                client(driver, compression, o, sha, seconds=0.3, warmup=0.2)
+                client(driver, compression, o, sha, seconds=0.1, warmup=0.05)
         print(f"e2e: warm-up done after {time.monotonic() - started:.0f} s", flush=True)
     lines = []
     for repeat in range(o.repeats):
         for driver in DRIVERS[repeat % 2:] + DRIVERS[:repeat % 2]:
             for compression in o.compression:
-                got = [json.loads(line) for line in client(driver, compression, o, sha, o.seconds, o.warmup)]
+                got = [json.loads(line) for line in client(driver, compression, o, sha, o.seconds, o.warmup, repeat)]
                 print(f"e2e: repeat {repeat + 1}/{o.repeats}, {driver}, {compression}: {len(got)} cells", flush=True)
                 lines += [dict(m, repeat=repeat) for m in got]
     env["uptime_end"] = uptime()

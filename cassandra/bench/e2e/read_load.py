@@ -3,16 +3,18 @@ number of requests in flight, per payload checksum, with the node's CPU time rea
 
     python read_load.py setup PORT SIZE...      writes e2e.blobs, prints {size: sha256}
     python read_load.py load PORT NODE_PID --sizes 16384,131072 --in-flight 1,4,16,64 \
-        --seconds 2 --max-requests 20000 --warmup 0.5 --compression none \
+        --seconds 2 --max-requests 20000 --warmup 0.5 --client-warmup 2 --compression none \
         --variants plain,crc32,crc32c --sha256 16384=HEX,131072=HEX
 
 `setup` writes one row per size (k = size, v = that many random bytes, which LZ4 cannot
 compress) with the released driver. `load` takes the options e2e.py gives both clients (the
 Java one, ReadLoad.java, the same) and opens one session per variant: `plain` the driver as released (CRC32), `crc32` and `crc32c`
 through conformance/drivers/python/frame_checksum.py asking for that checksum (CRC32 is not
-asked for, it is the default, but the frames go through the same codec as CRC32C). Then for
-every size and number in flight it runs each variant in turn (the order rotates from cell to
-cell): warm-up, then the measured window, bounded by `seconds` and `max_requests`, the
+asked for, it is the default, but the frames go through the same codec as CRC32C). Each
+session first reads each size for `--client-warmup` seconds at 16 in flight (the Java client's
+JIT compiler does its work there, not in the first cells). Then for every size and number in
+flight it runs each variant in turn (in the order given, rotated from cell to cell): warm-up,
+then the measured window, bounded by `seconds` and `max_requests`, the
 requests in flight at its end included. Prints one JSON line per measurement: requests, seconds,
 the node's and this process's utime+stime over the window (clock ticks of /proc/PID/stat),
 latency p50/p99/mean in microseconds, and the payload checksum the session's connections
@@ -127,14 +129,16 @@ def load(o: argparse.Namespace) -> int:
         session = cluster.connect()
         session.default_timeout = 30
         sessions[variant] = (cluster, session, session.prepare("SELECT v FROM e2e.blobs WHERE k = ?"))
-    failed = False
-    cell = 0
     for size in o.sizes:
         for variant, (_, session, select) in sessions.items():
             got = session.execute(select, (size,)).one().v
             if hashlib.sha256(got).hexdigest() != o.sha256[size]:
                 print(f"read_load: {variant}: the {size}-byte blob differs from what setup wrote", file=sys.stderr)
                 return 1
+            ClosedLoop(session, select.bind((size,)), size, 16, o.client_warmup, o.max_requests).run()
+    failed = False
+    cell = 0
+    for size in o.sizes:
         for in_flight in o.in_flight:
             order = list(sessions)[cell % len(sessions):] + list(sessions)[:cell % len(sessions)]
             cell += 1
@@ -176,6 +180,7 @@ def main() -> int:
     p.add_argument("--seconds", type=float, required=True)
     p.add_argument("--max-requests", type=int, required=True)
     p.add_argument("--warmup", type=float, required=True)
+    p.add_argument("--client-warmup", type=float, required=True)
     p.add_argument("--compression", choices=["none", "lz4"], required=True)
     p.add_argument("--variants", type=lambda s: s.split(","), required=True)
     p.add_argument("--sha256", type=lambda s: {int(k): v for k, v in (x.split("=") for x in s.split(","))},
