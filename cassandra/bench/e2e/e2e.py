@@ -1,6 +1,7 @@
 """The end-to-end measurement of cassandra/bench/e2e/run.sh, once the extended node runs.
 
     python3 e2e.py PORT NODE_PID OUT [--smoke] [--repeats N] [--seconds S] [--compression none,lz4]
+    python3 e2e.py --tables-from OUT/e2e.json      the tables of a stored run again
 
 Writes the blobs (read_load.py setup), runs each client once with short windows to warm the
 node's JIT compiler up (not measured; not with --smoke), then per repeat runs the Python and the
@@ -124,6 +125,18 @@ def tables(summary: dict, cost: dict, o: argparse.Namespace, env: dict) -> str:
             values = [statistics.median(s[metric]["spread"] for k, s in summary.items() if k[4] == v) for v in VARIANTS]
             out.append(f"| {metric} | " + " | ".join(f"{x:.0%}" for x in values) + " |")
         out.append("")
+    cells = [k for k in summary if k[4] == "crc32"]
+    out += [f"Ratios over the {len(cells)} cells: CRC32C / CRC32 of the opted-in driver, and beside it plain / crc32 "
+            "(the released driver against the opt-in with the same checksum: what two codecs and the noise make "
+            "of one checksum); median (lowest - highest):", "",
+            "| metric | crc32c / crc32 | plain / crc32 |", "|---|---|---|"]
+    for metric in ("cpu_us", "client_cpu_us", "rps", "p50_us", "p99_us"):
+        shown = []
+        for variant in ("crc32c", "plain"):
+            r = [summary[k[:4] + (variant,)][metric]["median"] / summary[k][metric]["median"] for k in cells]
+            shown.append(f"{statistics.median(r):.2f} ({min(r):.2f} - {max(r):.2f})")
+        out.append(f"| {metric} | {shown[0]} | {shown[1]} |")
+    out.append("")
     out += ["The checksum's own share of the node's CPU per request: the blob's bytes (the node checksums "
             "each response payload once; the envelope and the request add under 200 bytes) times ChecksumBench's "
             "ns per byte (fastest iteration), against the node's CPU per request where it is lowest for the "
@@ -148,6 +161,8 @@ def tables(summary: dict, cost: dict, o: argparse.Namespace, env: dict) -> str:
 
 
 def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--tables-from":
+        return retable(Path(sys.argv[2]))
     p = argparse.ArgumentParser(usage=__doc__.split("\n\n")[1])
     p.add_argument("port", type=int)
     p.add_argument("node_pid", type=int)
@@ -188,16 +203,30 @@ def main() -> int:
     if wrong or missing:
         print(f"e2e: sessions with another checksum: {wrong}; missing cells: {missing}", file=sys.stderr)
         return 1
+    cost = checksum_cost(str(ROOT / "build" / "cassandra-bench" / "checksum.json"))
     summary = summarise(lines)
-    text = tables(summary, checksum_cost(str(ROOT / "build" / "cassandra-bench" / "checksum.json")), o, env)
+    text = tables(summary, cost, o, env)
     print("\n" + text)
     o.out.mkdir(parents=True, exist_ok=True)
     (o.out / "e2e.md").write_text(text)
     (o.out / "e2e.json").write_text(json.dumps({
         "environment": env, "pins": PINS, "options": {k: v for k, v in vars(o).items() if k != "out"},
+        "checksum_ns_per_byte": [{"checksum": c, "bytes": n, "fastest": v[0], "median": v[1]}
+                                 for (c, n), v in cost.items()],
         "summary": [dict(zip(("driver", "compression", "blob", "in_flight", "variant"), k), **v)
                     for k, v in summary.items()],
         "measurements": lines}, indent=1, default=str))
+    return 0
+
+
+def retable(path: Path) -> int:
+    """The tables again from a run's e2e.json (its measurements, options and ChecksumBench figures)."""
+    run = json.loads(path.read_text())
+    o = argparse.Namespace(**run["options"])
+    cost = {(c["checksum"], c["bytes"]): (c["fastest"], c["median"]) for c in run["checksum_ns_per_byte"]}
+    text = tables(summarise(run["measurements"]), cost, o, run["environment"])
+    print(text)
+    (path.parent / "e2e.md").write_text(text)
     return 0
 
 

@@ -7,7 +7,8 @@
 # checksum's own cost on the node (ChecksumBench, cassandra/bench/run.sh --checksum).
 #
 #   cassandra/bench/e2e/run.sh [--repeats N] [--seconds S] [--compression none|lz4|none,lz4]
-#                                 defaults 3, 2 s per window, none (about 9 minutes);
+#                                 defaults 3, 2 s per window, none (about 10 minutes; with
+#                                 none,lz4 about 18);
 #                                 on a shared machine run it as root under `nice -n -5`
 #   cassandra/bench/e2e/run.sh --smoke   every cell once, 0.2 s windows (figures mean nothing)
 #
