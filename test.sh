@@ -72,10 +72,10 @@ CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" conformance/drivers-crc32c/tes
 step "conformance: the CI recipe of conformance/README.md from a fresh clone, an adapter outside the kit, diff of two runs"
 conformance/ci/test-recipe.sh
 
-step "live Apache Cassandra 5.0 (Maven Central): cqlframe probe (known deviations in cassandra/deviations.toml and deviations-lz4-decoder.toml), a Python-driver workload captured and checked by cqlframe check and the Lua dissector"
+step "live Apache Cassandra 5.0 (Maven Central): cqlframe probe (known deviations in cassandra/deviations.toml and deviations-lz4-decoder.toml), a Python-driver workload captured and checked by cqlframe check and the Lua dissector; interoperability: the Python and Java drivers with the CRC32C opt-in fall back to CRC32 (old server, new client), read from the capture"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" cassandra/run.sh
 
-step "live Apache Cassandra 5.0 with the kit's CRC32C extension (cassandra/crc32c-extension/, a Java agent): cqlframe probe (every negotiation and CRC32C case passes; known deviations in cassandra/deviations.toml), the same workload captured and checked"
+step "live Apache Cassandra 5.0 with the kit's CRC32C extension (cassandra/crc32c-extension/, a Java agent): cqlframe probe (every negotiation and CRC32C case passes; known deviations in cassandra/deviations.toml), the same workload captured and checked; interoperability: the released Python and Java drivers get CRC32 (new server, old client), opted in they get CRC32C both ways, uncompressed and LZ4, read from the capture by cqlframe check and the Lua dissector"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" cassandra/run.sh --extension crc32c
 
 step "benchmarks: reference/cqlframe/benches/run.sh --smoke (every implementation of the side-by-side table still produces every cell; the timings of so short a run mean nothing)"
@@ -83,6 +83,9 @@ reference/cqlframe/benches/run.sh --smoke >/dev/null
 
 step "benchmarks: cassandra/bench/run.sh --smoke (JMH of the node's frame codecs, Cassandra's and the CRC32C extension's: every cell still runs; the timings mean nothing)"
 cassandra/bench/run.sh --smoke >/dev/null
+
+step "benchmarks: cassandra/bench/e2e/run.sh --smoke (CRC32 against CRC32C end to end on the extended node, Python and Java drivers: every cell still runs and negotiates its checksum; the timings mean nothing)"
+cassandra/bench/e2e/run.sh --smoke >/dev/null
 
 step "reference: fuzzing (${FUZZ_SECONDS:-20} s per target)"
 reference/fuzz/run.sh "${FUZZ_SECONDS:-20}"

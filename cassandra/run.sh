@@ -12,9 +12,14 @@
 #    cassandra/deviations.toml and, without the extension, cassandra/deviations-lz4-decoder.toml
 #    (report in the output folder's probe/);
 # 4. captures the loopback traffic (dumpcap) of a Python-driver workload with and without LZ4
-#    (cassandra/workload.py) and runs `cqlframe check` on it: no violation allowed; then tshark
-#    with wireshark/cqlframe.lua on the same capture: no Lua error;
-# 5. stops the node. Nothing is left running, whatever happens (trap on exit).
+#    (cassandra/workload.py) and runs `cqlframe check` on it: no violation allowed, every
+#    connection CRC32 (the driver does not opt in); then tshark with wireshark/cqlframe.lua on
+#    the same capture: no Lua error;
+# 5. interoperability (cassandra/interop.py): the Python and Java drivers, released and with the
+#    kit's CRC32C opt-in, captured; `cqlframe check` and the dissector must show, per session,
+#    the row of the spec's negotiation table that this node and that driver make (CRC32 unless
+#    both have the extension, then CRC32C);
+# 6. stops the node. Nothing is left running, whatever happens (trap on exit).
 # Prints the time of each step. Exit status non-zero if any step fails.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,12 +44,11 @@ out="$root/build/cassandra${extension:+-$extension}"
 # Cassandra's known deviations; the extension replaces the LZ4 frame decoder that two of them are of.
 deviations=(--deviations cassandra/deviations.toml)
 [ -n "$extension" ] || deviations+=(--deviations cassandra/deviations-lz4-decoder.toml)
-agent=()
 bin="${CQLFRAME_BIN:-$root/target/release/cqlframe}"
+# shellcheck source=cassandra/node.sh
+source cassandra/node.sh
 started=$(date +%s)
 last=$started
-node_pid=""
-capture_pid=""
 
 step() {
     local now
@@ -53,76 +57,26 @@ step() {
     last=$now
 }
 
-cleanup() {
+finish() {
     local status=$?
-    if [ -n "$capture_pid" ] && kill -0 "$capture_pid" 2>/dev/null; then
-        kill -INT "$capture_pid" 2>/dev/null || true
-        wait "$capture_pid" 2>/dev/null || true
-    fi
-    if [ -n "$node_pid" ] && kill -0 "$node_pid" 2>/dev/null; then
-        echo "cassandra: stopping the node (pid $node_pid)"
-        kill -TERM "$node_pid" 2>/dev/null || true
-        for _ in $(seq 60); do
-            kill -0 "$node_pid" 2>/dev/null || break
-            sleep 0.5
-        done
-        kill -KILL "$node_pid" 2>/dev/null || true
-        wait "$node_pid" 2>/dev/null || true
-    fi
+    node_cleanup
     printf 'cassandra/run.sh: %s after %ss\n' "$([ $status -eq 0 ] && echo passed || echo FAILED)" "$(( $(date +%s) - started ))"
     exit $status
 }
-trap cleanup EXIT
+trap finish EXIT
 trap 'exit 130' INT TERM
 
-port_busy() { ss -ltnH "sport = :$1" | grep -q .; }
-
 step "fetch Apache Cassandra (Maven Central, cached in .cache/)"
-cassandra/fetch.sh
-if [ -n "$extension" ]; then
-    mvn -B -q -Dmaven.repo.local="$root/.cache/m2" -f cassandra/crc32c-extension/pom.xml install
-    agent=(-javaagent:"$root/.cache/cassandra/crc32c-extension/crc32c-extension.jar")
-fi
+node_prepare "$extension"
 conformance/drivers/python/setup.sh </dev/null >/dev/null
+conformance/drivers/java/setup.sh </dev/null
 python="$root/.cache/venv/conformance-python/bin/python"
 if [ -z "${CQLFRAME_BIN:-}" ]; then
     cargo build --release -q -p cqlframe-cli
 fi
-for p in "$port" "$storage"; do
-    if port_busy "$p"; then
-        echo "cassandra: port $p is in use (set CQL_PORT / STORAGE_PORT)" >&2
-        exit 1
-    fi
-done
 
 step "start a node on 127.0.0.1:$port${extension:+ with the $extension extension}"
-rm -rf "$out"
-mkdir -p "$out/conf" "$out/log"
-sed -e "s:@DATA@:$out:g" -e "s:@STORAGE_PORT@:$storage:g" -e "s:@NATIVE_PORT@:$port:g" \
-    cassandra/cassandra.yaml >"$out/conf/cassandra.yaml"
-# One option per line; "--add-exports X" lines are two arguments.
-read -r -a jvm <<<"$(grep -v '^#' cassandra/jvm17.options | tr '\n' ' ')"
-java "${jvm[@]}" "${agent[@]}" \
-    -Dcassandra.config="file://$out/conf/cassandra.yaml" \
-    -Dcassandra.storagedir="$out" \
-    -Dcassandra.logdir="$out/log" \
-    -Dlogback.configurationFile="$root/cassandra/logback.xml" \
-    -Dcassandra-foreground=yes \
-    -Dcassandra.skip_wait_for_gossip_to_settle=0 \
-    -cp "$root/.cache/cassandra/lib/*" \
-    org.apache.cassandra.service.CassandraDaemon >"$out/log/stdout.log" 2>&1 &
-node_pid=$!
-for _ in $(seq 360); do
-    if ! kill -0 "$node_pid" 2>/dev/null; then
-        echo "cassandra: the node exited during startup; last lines of its log:" >&2
-        tail -30 "$out/log/stdout.log" >&2
-        exit 1
-    fi
-    grep -q "Startup complete" "$out/log/system.log" 2>/dev/null && port_busy "$port" && break
-    sleep 0.5
-done
-port_busy "$port" || { echo "cassandra: the native port never opened" >&2; exit 1; }
-grep -o "Cassandra version: [^ ]*" "$out/log/system.log" | head -1 || true
+node_start "$out" "$port" "$storage"
 
 step "cqlframe probe 127.0.0.1:$port"
 "$bin" probe "127.0.0.1:$port" "${deviations[@]}" --report-dir "$out/probe"
@@ -141,19 +95,10 @@ PY
 fi
 
 step "capture the Python driver workload on lo (dumpcap), with and without LZ4"
-dumpcap -q -i lo -f "tcp port $port" -w "$out/workload.pcapng" 2>"$out/log/dumpcap.log" &
-capture_pid=$!
-for _ in $(seq 50); do
-    [ -s "$out/workload.pcapng" ] && break
-    sleep 0.1
-done
-sleep 1
+capture_start "$out/workload.pcapng" "$port"
 "$python" cassandra/workload.py "$port" none
 "$python" cassandra/workload.py "$port" lz4
-sleep 1
-kill -INT "$capture_pid"
-wait "$capture_pid" || true
-capture_pid=""
+capture_stop
 ls -l "$out/workload.pcapng"
 
 step "cqlframe check on the capture: no violation"
@@ -168,6 +113,8 @@ kinds = {c["negotiated"] for c in framed}
 seqs = sum(c["server_to_client"]["sequences"] + c["client_to_server"]["sequences"] for c in framed)
 print(f"check: {len(conns)} connections, framed as {sorted(kinds)}, {seqs} sequences")
 assert any("lz4" in k for k in kinds) and any("uncompressed" in k for k in kinds), kinds
+# The driver does not opt in: CRC32 on any node (the spec's "new server, old client" row).
+assert all(k.endswith(" crc32") for k in kinds), kinds
 assert seqs > 0, "no sequence in the capture"
 PY
 
@@ -185,4 +132,13 @@ if [ -f wireshark/cqlframe.lua ]; then
     echo "tshark: $(wc -l <"$out/tshark.txt") packets with CQL frames or envelopes, no Lua error"
 fi
 
+step "interoperability: the Python and Java drivers, released and opted in to CRC32C, captured"
+capture_start "$out/interop.pcapng" "$port"
+"$python" cassandra/interop.py drive "$port" "${extension:-plain}" "$out/interop-runs.json"
+capture_stop
+
+step "interoperability: each session negotiated what the spec's table says (cqlframe check, the Lua dissector)"
+CQLFRAME_BIN="$bin" python3 cassandra/interop.py judge "$port" "$out/interop.pcapng" "$out/interop-runs.json"
+
 step "stop the node"
+node_stop

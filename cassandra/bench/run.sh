@@ -1,24 +1,32 @@
 #!/usr/bin/env bash
 # JMH of the node's own client frame codecs, CRC32 against CRC32C (figures in cassandra/README.md):
 # Cassandra 5.0's FrameEncoderCrc/FrameDecoderCrc and the LZ4 pair beside
-# the kit's extension codecs with each checksum, at 2037, 16373 and 131071 payload bytes.
+# the kit's extension codecs with each checksum, at 2037, 16373 and 131071 payload bytes; with
+# --checksum, ChecksumBench instead: the extension's CRC32 and CRC32C alone over 16 and 128 KiB
+# (the ns per byte that cassandra/bench/e2e/run.sh needs).
 #
-#   cassandra/bench/run.sh            the full run (about 10 minutes; on a shared machine
-#                                     `nice -n -10 cassandra/bench/run.sh`)
-#   cassandra/bench/run.sh --smoke    one short iteration per cell, no fork (the figures mean
-#                                     nothing; fails if a cell is missing)
+#   cassandra/bench/run.sh [--checksum]          the full run (FramingBench about 10 minutes,
+#                                                ChecksumBench 1; on a shared machine
+#                                                `nice -n -10 cassandra/bench/run.sh`)
+#   cassandra/bench/run.sh --smoke [--checksum]  one short iteration per cell, no fork (the
+#                                                figures mean nothing; fails if a cell is missing)
 #
-# Prints the JMH results, then a table of ratios with the CPU and the load; JSON in
-# build/cassandra-bench/framing.json.
+# Prints the JMH results, then a table with the CPU and the load; JSON in
+# build/cassandra-bench/framing.json (checksum.json).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 jmh=()
-case "${1:-}" in
-    "") ;;
-    --smoke) jmh=(-wi 0 -i 1 -r 100ms -f 0) ;;
-    *) echo "usage: cassandra/bench/run.sh [--smoke]" >&2; exit 2 ;;
-esac
+bench=FramingBench
+json=framing.json
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --smoke) jmh=(-wi 0 -i 1 -r 100ms -f 0) ;;
+        --checksum) bench=ChecksumBench json=checksum.json ;;
+        *) echo "usage: cassandra/bench/run.sh [--smoke] [--checksum]" >&2; exit 2 ;;
+    esac
+    shift
+done
 m2="$root/.cache/m2"
 out="$root/build/cassandra-bench"
 mkdir -p "$out"
@@ -34,7 +42,7 @@ classpath="$root/.cache/cassandra/bench/classes"
 classpath+=":$root/.cache/cassandra/crc32c-extension/crc32c-extension.jar"
 classpath+=":$root/.cache/cassandra/lib/*"
 classpath+=":$(cat "$root/.cache/cassandra/bench/jmh.classpath")"
-java "${jvm[@]}" -cp "$classpath" org.openjdk.jmh.Main FramingBench \
-    "${jmh[@]}" -rf json -rff "$out/framing.json"
+java "${jvm[@]}" -cp "$classpath" org.openjdk.jmh.Main "$bench" \
+    "${jmh[@]}" -rf json -rff "$out/$json"
 
-python3 cassandra/bench/table.py "$out/framing.json"
+python3 cassandra/bench/table.py "$out/$json"

@@ -1,5 +1,6 @@
 """Prints FramingBench's results (JMH JSON) as ns/op and as ratios to Cassandra's own CRC32
-codec of the same format, with the CPU and the machine load the figures belong to."""
+codec of the same format, or ChecksumBench's as ns per byte, with the CPU and the machine load
+the figures belong to. cassandra/bench/e2e/e2e.py reads ChecksumBench's through checksum_cost."""
 
 import json
 import os
@@ -25,18 +26,40 @@ def cpu() -> str:
             f"{fields.get('Model', '?')}, {fields.get('CPU(s)', '?')} CPUs, {' '.join(simd)}")
 
 
-def main(path: str) -> None:
-    # Per cell, the fastest and the median iteration: on a machine shared with other jobs the
-    # interference only adds time, so the fastest iteration is the least disturbed one.
+def iterations(record: dict) -> tuple[float, float]:
+    """The fastest and the median iteration of a JMH result: on a machine shared with other jobs
+    the interference only adds time, so the fastest iteration is the least disturbed one."""
+    runs = [x for fork in record["primaryMetric"]["rawData"] for x in fork]
+    return min(runs), statistics.median(runs)
+
+
+def checksum_cost(path: str) -> dict[tuple[str, int], tuple[float, float]]:
+    """ChecksumBench: per (checksum, bytes), ns per byte of the fastest and the median iteration."""
+    cost = {}
+    for r in json.load(open(path)):
+        n = int(r["params"]["bytes"])
+        cost[(r["params"]["checksum"], n)] = tuple(t / n for t in iterations(r))
+    return cost
+
+
+def checksum_table(path: str) -> None:
+    cost = checksum_cost(path)
+    print("\nthe node's payload checksum alone (FrameChecksum.compute, direct buffer): ns/byte of the fastest / "
+          "the median iteration (GB/s of the fastest)")
+    for (checksum, n), (fastest, median) in sorted(cost.items()):
+        print(f"{checksum:<7}{n:>8} B  {fastest:.4f} / {median:.4f} ns/B  ({1 / fastest:.1f} GB/s)")
+    missing = [f"{c} {n}" for c in ("CRC32", "CRC32C") for n in {n for _, n in cost} if (c, n) not in cost]
+    if not cost or missing:
+        sys.exit(f"missing cells: {', '.join(missing) or 'all'}")
+
+
+def framing_table(path: str) -> None:
     cells = {}
     for r in json.load(open(path)):
         p = r["params"]
         op = r["benchmark"].rsplit(".", 1)[1]
-        runs = [x for fork in r["primaryMetric"]["rawData"] for x in fork]
-        cells[(op, int(p["payloadSize"]), p["codec"])] = (min(runs), statistics.median(runs))
+        cells[(op, int(p["payloadSize"]), p["codec"])] = iterations(r)
     sizes = sorted({s for _, s, _ in cells})
-    print(f"\nCPU: {cpu()}")
-    print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1, 5, 15 min, at the end of the run)")
     print("\nns/op of the fastest / the median iteration; ratios to Cassandra's CRC32 codec of the same format (< 1: faster)")
     print(f"{'op':<7}{'format':<13}{'payload':>8}  {'Cassandra CRC32':>17}  {'kit CRC32':>17}  {'kit CRC32C':>17}"
           f"  {'kit CRC32/C* fastest':>20}  {'kit CRC32C/C* fastest':>21}  {'median':>6}")
@@ -54,6 +77,16 @@ def main(path: str) -> None:
                       f"  {kit32 / base:>20.2f}  {kit32c / base:>21.2f}  {kit32c_median / base_median:>6.2f}")
     if missing:
         sys.exit(f"missing cells: {', '.join(missing)}")
+
+
+def main(path: str) -> None:
+    print(f"\nCPU: {cpu()}")
+    print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1, 5, 15 min, at the end of the run)")
+    records = json.load(open(path))
+    if records and records[0]["benchmark"].endswith("ChecksumBench.compute"):
+        checksum_table(path)
+    else:
+        framing_table(path)
 
 
 if __name__ == "__main__":

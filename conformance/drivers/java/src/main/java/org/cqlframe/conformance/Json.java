@@ -4,11 +4,14 @@ import java.util.Collection;
 import java.util.Iterator;
 import java.util.Map;
 
-/** A minimal JSON writer for the adapter's report (maps, lists, strings, numbers, booleans, null). */
-final class Json {
+/**
+ * A minimal JSON writer for the adapter's report and cassandra/bench/ReadLoad.java (maps, lists,
+ * strings, numbers, booleans, null).
+ */
+public final class Json {
   private Json() {}
 
-  static String write(Object o) {
+  public static String write(Object o) {
     StringBuilder s = new StringBuilder();
     write(o, s);
     return s.toString();
