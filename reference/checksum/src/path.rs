@@ -41,15 +41,19 @@ pub enum Path {
     VpclmulFused,
     /// x86-64 512-bit VPCLMULQDQ folding (with AVX-512F and BW). CRC-32 and CRC-32C.
     Vpclmul512,
-    /// x86-64 512-bit VPCLMULQDQ folding running alongside three `crc32` chains. CRC-32C only.
+    /// x86-64 512-bit VPCLMULQDQ folding running alongside three `crc32` chains, each taking
+    /// three quadwords per 256 folded bytes. CRC-32C only.
     Vpclmul512Fused,
+    /// As [`Path::Vpclmul512Fused`] with two quadwords per chain per 256 folded bytes, for CPUs
+    /// whose 512-bit multiplier issues every cycle (see [`Path::preferred`]). CRC-32C only.
+    Vpclmul512Fused2,
     /// AArch64 `crc32x`/`crc32cx` instructions (feature `crc`). CRC-32 and CRC-32C.
     Aarch64Crc,
 }
 
 impl Path {
     /// Every path, in declaration order.
-    pub const ALL: [Path; 9] = [
+    pub const ALL: [Path; 10] = [
         Path::Bitwise,
         Path::Table,
         Path::Sse42,
@@ -58,6 +62,7 @@ impl Path {
         Path::VpclmulFused,
         Path::Vpclmul512,
         Path::Vpclmul512Fused,
+        Path::Vpclmul512Fused2,
         Path::Aarch64Crc,
     ];
 
@@ -72,6 +77,7 @@ impl Path {
             Path::VpclmulFused => "vpclmul-fused",
             Path::Vpclmul512 => "vpclmul512",
             Path::Vpclmul512Fused => "vpclmul512-fused",
+            Path::Vpclmul512Fused2 => "vpclmul512-fused2",
             Path::Aarch64Crc => "aarch64-crc",
         }
     }
@@ -90,7 +96,9 @@ impl Path {
             Path::Vpclmul => "x86-64 with AVX2 and VPCLMULQDQ (and PCLMULQDQ, SSE4.1, SSSE3)",
             Path::VpclmulFused => "x86-64 with AVX2, VPCLMULQDQ and SSE4.2",
             Path::Vpclmul512 => "x86-64 with AVX-512F, AVX-512BW and VPCLMULQDQ",
-            Path::Vpclmul512Fused => "x86-64 with AVX-512F, AVX-512BW, VPCLMULQDQ and SSE4.2",
+            Path::Vpclmul512Fused | Path::Vpclmul512Fused2 => {
+                "x86-64 with AVX-512F, AVX-512BW, VPCLMULQDQ and SSE4.2"
+            }
             Path::Aarch64Crc => "AArch64 with the CRC extension",
         }
     }
@@ -124,10 +132,23 @@ impl Path {
                     && is_x86_feature_detected!("avx512bw")
             }
             #[cfg(target_arch = "x86_64")]
-            Path::Vpclmul512Fused => Path::Vpclmul512.is_available() && Path::Sse42.is_available(),
+            Path::Vpclmul512Fused | Path::Vpclmul512Fused2 => {
+                Path::Vpclmul512.is_available() && Path::Sse42.is_available()
+            }
             #[cfg(target_arch = "aarch64")]
             Path::Aarch64Crc => std::arch::is_aarch64_feature_detected!("crc"),
             _ => false,
+        }
+    }
+
+    /// This path's variant for this CPU: [`Path::Vpclmul512Fused2`] in place of
+    /// [`Path::Vpclmul512Fused`] where the 512-bit carry-less multiplier issues every cycle,
+    /// which the vendor tells: Intel's do (Ice Lake and later), AMD Zen 4's issues every other
+    /// cycle (`benches/ceilings` measures it). Zen 5 is not measured here.
+    fn preferred(self) -> Path {
+        match self {
+            Path::Vpclmul512Fused if cpu_is_intel() => Path::Vpclmul512Fused2,
+            path => path,
         }
     }
 
@@ -138,11 +159,22 @@ impl Path {
             Path::Pclmul | Path::Vpclmul | Path::Vpclmul512 | Path::Aarch64Crc => {
                 algorithm != Algorithm::Crc24
             }
-            Path::Sse42 | Path::VpclmulFused | Path::Vpclmul512Fused => {
+            Path::Sse42 | Path::VpclmulFused | Path::Vpclmul512Fused | Path::Vpclmul512Fused2 => {
                 algorithm == Algorithm::Crc32c
             }
         }
     }
+}
+
+/// Whether CPUID names Intel as this CPU's vendor.
+fn cpu_is_intel() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let id = std::arch::x86_64::__cpuid(0);
+        [id.ebx, id.edx, id.ecx] == [0x756e_6547, 0x4965_6e69, 0x6c65_746e] // "GenuineIntel"
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// The paths this CPU can run, in declaration order.
@@ -182,6 +214,8 @@ fn kernel(algorithm: Algorithm, path: Path) -> Option<Kernel> {
         (Crc32c, Path::Vpclmul512) => x86::crc32c_vpclmul512,
         #[cfg(target_arch = "x86_64")]
         (Crc32c, Path::Vpclmul512Fused) => x86::crc32c_fused512,
+        #[cfg(target_arch = "x86_64")]
+        (Crc32c, Path::Vpclmul512Fused2) => x86::crc32c_fused512_2,
         #[cfg(target_arch = "aarch64")]
         (Crc32, Path::Aarch64Crc) => crate::aarch64::crc32,
         #[cfg(target_arch = "aarch64")]
@@ -235,7 +269,7 @@ fn choose(algorithm: Algorithm) -> Path {
             Path::Aarch64Crc,
         ],
         Algorithm::Crc32c => &[
-            Path::Vpclmul512Fused,
+            Path::Vpclmul512Fused.preferred(),
             Path::VpclmulFused,
             Path::Sse42,
             Path::Aarch64Crc,
@@ -268,7 +302,7 @@ fn copy_kernel(algorithm: Algorithm) -> Option<CopyKernel> {
         #[cfg(target_arch = "x86_64")]
         (Algorithm::Crc32, Path::Vpclmul512) => Some(x86::crc32_vpclmul512_copy),
         #[cfg(target_arch = "x86_64")]
-        (Algorithm::Crc32c, Path::Vpclmul512 | Path::Vpclmul512Fused) => {
+        (Algorithm::Crc32c, Path::Vpclmul512 | Path::Vpclmul512Fused | Path::Vpclmul512Fused2) => {
             Some(x86::crc32c_vpclmul512_copy)
         }
         _ => None,

@@ -76,9 +76,13 @@ fn the_expected_paths_are_available() {
         if is_x86_feature_detected!("vpclmulqdq") && is_x86_feature_detected!("avx2") {
             assert!(paths.contains(&Path::Vpclmul) && paths.contains(&Path::VpclmulFused));
             if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
-                assert!(
-                    paths.contains(&Path::Vpclmul512) && paths.contains(&Path::Vpclmul512Fused)
-                );
+                for path in [
+                    Path::Vpclmul512,
+                    Path::Vpclmul512Fused,
+                    Path::Vpclmul512Fused2,
+                ] {
+                    assert!(paths.contains(&path), "{path:?}");
+                }
             }
         }
     }
@@ -120,7 +124,8 @@ fn every_length_and_alignment() {
 /// Lengths on both sides of the striped paths' block sizes and their sums: three-way blocks of
 /// 3 x 16..4096-byte stripes; 256-bit fused blocks of n x 248 bytes, n up to 32 (7936 bytes),
 /// the first from 496 bytes on; 512-bit fused blocks of n x 328 bytes, n up to 64 (20992 bytes),
-/// the first from 13 x 328 = 4264 bytes on; 512-bit folding's 64- and 256-byte steps.
+/// the first from 13 x 328 = 4264 bytes on, and of n x 304 bytes (two quadwords per chain), the
+/// first from 27 x 304 = 8208 bytes on; 512-bit folding's 64- and 256-byte steps.
 #[test]
 fn lengths_around_block_sizes() {
     let data = random_bytes(0xB10C, 3 * 20992 + 4264 + 300);
@@ -141,6 +146,11 @@ fn lengths_around_block_sizes() {
         20992 + 4264,
         2 * 20992 + 656,
         3 * 20992 + 4264,
+        8208,
+        19456,
+        19456 + 8208,
+        2 * 19456 + 608,
+        3 * 19456 + 8208,
     ] {
         lens.extend(block.saturating_sub(70)..=block + 70);
     }
@@ -153,6 +163,32 @@ fn lengths_around_block_sizes() {
             for alignment in [0, 5, 32] {
                 let buf = Aligned::new(&data, alignment);
                 for &len in &lens {
+                    assert_eq!(
+                        with(algorithm, path, buf.prefix(len)),
+                        Some(refs[len]),
+                        "{algorithm:?} via {path:?}, len {len}, alignment {alignment}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Long inputs at every alignment: from 32 KiB on the 512-bit kernels take the bytes before
+/// the first 64-byte boundary apart (0 to 63 of them), then fold from there.
+#[test]
+fn long_inputs_at_every_alignment() {
+    let data = random_bytes(0xA11C, 65_599 + 64);
+    let lens = [32_767, 32_768, 32_769, 32_768 + 63, 65_599];
+    for algorithm in [Algorithm::Crc32, Algorithm::Crc32c] {
+        let refs = prefix_references(algorithm, &data);
+        for path in available_paths() {
+            if path == Path::Bitwise || with(algorithm, path, b"").is_none() {
+                continue;
+            }
+            for alignment in alignments() {
+                let buf = Aligned::new(&data, alignment);
+                for len in lens {
                     assert_eq!(
                         with(algorithm, path, buf.prefix(len)),
                         Some(refs[len]),

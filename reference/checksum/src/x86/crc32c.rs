@@ -25,7 +25,7 @@ fn words(data: &[u8]) -> (impl Iterator<Item = u64> + '_, &[u8]) {
 /// One `crc32` chain over `data`.
 #[inline]
 #[target_feature(enable = "sse4.2")]
-fn chain(state: u32, data: &[u8]) -> u32 {
+pub(crate) fn chain(state: u32, data: &[u8]) -> u32 {
     let (words, rest) = words(data);
     let mut crc = u64::from(state);
     for word in words {
@@ -109,10 +109,12 @@ pub(crate) fn sse42(mut state: u32, mut data: &[u8]) -> u32 {
 /// worse than the fixed cost of joining chains or reducing folds, and consecutive calls overlap.
 const CHAIN_MAX: usize = 128;
 
-/// A register width for fused blocks: how much each `crc32` chain takes while the four
-/// registers fold [`acc_bytes`] bytes (the two units' throughputs in proportion), and the
-/// shapes of its blocks.
-pub(crate) trait Fused: Wide {
+/// A shape of fused blocks: the register width folding them, how much each `crc32` chain takes
+/// while the four registers fold [`acc_bytes`] bytes (the two units' throughputs in
+/// proportion), and the blocks themselves.
+pub(crate) trait Fused {
+    /// The folding registers.
+    type W: Wide;
     /// Quadwords each of the three chains takes per iteration.
     const CHAIN_WORDS: usize;
     /// `BLOCKS[n - 1]`: the block of `n` iterations, up to the longest. Longer blocks cost
@@ -122,28 +124,51 @@ pub(crate) trait Fused: Wide {
     const MIN_ITERATIONS: usize;
 }
 
-impl Fused for Ymm {
+/// 256-bit folding, five quadwords per chain per 128 folded bytes.
+pub(crate) struct Ymm5;
+
+impl Fused for Ymm5 {
+    type W = Ymm;
     const CHAIN_WORDS: usize = 5;
-    const BLOCKS: &'static [FusedBlock] = &FUSED_YMM;
+    const BLOCKS: &'static [FusedBlock] = &FUSED_YMM5;
     const MIN_ITERATIONS: usize = 2;
 }
 
-impl Fused for Zmm {
-    const CHAIN_WORDS: usize = ZMM_CHAIN_WORDS;
-    const BLOCKS: &'static [FusedBlock] = &FUSED_ZMM;
+/// 512-bit folding, three quadwords per chain per 256 folded bytes: measured best on AMD Zen 4
+/// (from 1 to 8), whose 512-bit carry-less multiplies issue every other cycle and compete with
+/// the `crc32` instructions for issue slots, so that the chains take a smaller share than the
+/// two units' separate throughputs suggest.
+pub(crate) struct Zmm3;
+
+impl Fused for Zmm3 {
+    type W = Zmm;
+    const CHAIN_WORDS: usize = 3;
+    const BLOCKS: &'static [FusedBlock] = &FUSED_ZMM3;
     // About 4 KiB: measured on AMD Zen 4, where 512-bit folding alone is within 5% of the fused
     // blocks up to there and the chains' fixed costs outweigh their share below.
     const MIN_ITERATIONS: usize = 13;
 }
 
-/// Three quadwords per chain against 256 folded bytes: measured best on AMD Zen 4 (from 1 to 8),
-/// whose `crc32` instructions compete with the 512-bit carry-less multiplies for issue slots, so
-/// that the chains take a smaller share than the two units' separate throughputs suggest.
-const ZMM_CHAIN_WORDS: usize = 3;
+/// 512-bit folding, two quadwords per chain per 256 folded bytes: for CPUs whose 512-bit
+/// carry-less multiplier issues every cycle (Intel's), where folding carries the larger share.
+/// Measured on Intel Xeon family 6 model 207 (one to four quadwords): 91 GB/s at 131071 bytes
+/// against 84 with three and 76 with four.
+pub(crate) struct Zmm2;
+
+impl Fused for Zmm2 {
+    type W = Zmm;
+    const CHAIN_WORDS: usize = 2;
+    const BLOCKS: &'static [FusedBlock] = &FUSED_ZMM2;
+    // About 8 KiB: there the fused blocks and 512-bit folding alone were level on that CPU.
+    const MIN_ITERATIONS: usize = 27;
+}
+
 /// Up to 32 iterations (7936 bytes), as measured on AMD Zen 3.
-static FUSED_YMM: [FusedBlock; 32] = fused_blocks(8 * 5, 128);
+static FUSED_YMM5: [FusedBlock; 32] = fused_blocks(8 * Ymm5::CHAIN_WORDS, 128);
 /// Up to 64 iterations (20992 bytes): on AMD Zen 4, 3% faster than 32 at 131071 bytes.
-static FUSED_ZMM: [FusedBlock; 64] = fused_blocks(8 * ZMM_CHAIN_WORDS, 256);
+static FUSED_ZMM3: [FusedBlock; 64] = fused_blocks(8 * Zmm3::CHAIN_WORDS, 256);
+/// Up to 64 iterations (19456 bytes), as [`FUSED_ZMM3`].
+static FUSED_ZMM2: [FusedBlock; 64] = fused_blocks(8 * Zmm2::CHAIN_WORDS, 256);
 
 /// A fused block: three chain stripes of `iterations * chain_step` bytes, then a folded part
 /// of `iterations * fold_step` bytes.
@@ -185,21 +210,21 @@ const fn fused_blocks<const N: usize>(chain_step: usize, fold_step: usize) -> [F
 }
 
 /// Bytes each chain takes per iteration.
-const fn chain_step<W: Fused>() -> usize {
-    8 * W::CHAIN_WORDS
+const fn chain_step<F: Fused>() -> usize {
+    8 * F::CHAIN_WORDS
 }
 
 /// Bytes one fused iteration consumes.
-const fn iteration<W: Fused>() -> usize {
-    3 * chain_step::<W>() + acc_bytes::<W>()
+const fn iteration<F: Fused>() -> usize {
+    3 * chain_step::<F>() + acc_bytes::<F::W>()
 }
 
-/// One iteration of the three chains, over `chain_step::<W>()` bytes each.
+/// One iteration of the three chains, over `chain_step::<F>()` bytes each.
 #[inline(always)]
-unsafe fn chains<W: Fused>(r: &mut [u64; 3], a: &[u8], b: &[u8], c: &[u8]) {
-    let (wa, _) = a[..chain_step::<W>()].as_chunks::<8>();
-    let (wb, _) = b[..chain_step::<W>()].as_chunks::<8>();
-    let (wc, _) = c[..chain_step::<W>()].as_chunks::<8>();
+unsafe fn chains<F: Fused>(r: &mut [u64; 3], a: &[u8], b: &[u8], c: &[u8]) {
+    let (wa, _) = a[..chain_step::<F>()].as_chunks::<8>();
+    let (wb, _) = b[..chain_step::<F>()].as_chunks::<8>();
+    let (wc, _) = c[..chain_step::<F>()].as_chunks::<8>();
     for ((wa, wb), wc) in wa.iter().zip(wb).zip(wc) {
         // SAFETY: the CPU has SSE4.2 (this function's contract).
         unsafe {
@@ -210,46 +235,46 @@ unsafe fn chains<W: Fused>(r: &mut [u64; 3], a: &[u8], b: &[u8], c: &[u8]) {
     }
 }
 
-/// Runs one fused block of `shape.iterations * iteration::<W>()` bytes. `acc` stands for
+/// Runs one fused block of `shape.iterations * iteration::<F>()` bytes. `acc` stands for
 /// everything before the block (`None` at the start of the message, whose register `state` then
 /// enters the first chain) and, on return, for everything up to its end.
 #[inline(always)]
-unsafe fn fused_block<W: Fused>(
-    acc: Option<Acc<W>>,
+unsafe fn fused_block<F: Fused>(
+    acc: Option<Acc<F::W>>,
     state: u32,
     block: &[u8],
     shape: &FusedBlock,
-    key: W,
-) -> Option<Acc<W>> {
-    let stripe = shape.iterations * chain_step::<W>();
+    key: F::W,
+) -> Option<Acc<F::W>> {
+    let stripe = shape.iterations * chain_step::<F>();
     let (a, rest) = block.split_at_checked(stripe)?;
     let (b, rest) = rest.split_at_checked(stripe)?;
     let (c, folded) = rest.split_at_checked(stripe)?;
-    let step = chain_step::<W>();
+    let step = chain_step::<F>();
     let mut steps = a
         .chunks_exact(step)
         .zip(b.chunks_exact(step))
         .zip(c.chunks_exact(step))
-        .zip(folded.chunks_exact(acc_bytes::<W>()));
+        .zip(folded.chunks_exact(acc_bytes::<F::W>()));
     let mut r = [u64::from(state), 0, 0];
-    // SAFETY (all blocks): the CPU has `W`'s features, SSE4.2 and PCLMULQDQ (this function's
+    // SAFETY (all blocks): the CPU has `F::W`'s features, SSE4.2 and PCLMULQDQ (this function's
     // contract).
     let mut acc = match acc {
         Some(acc) => {
-            let jump = unsafe { W::splat(shape.jump) };
+            let jump = unsafe { F::W::splat(shape.jump) };
             acc.map(|a| unsafe { a.fold(jump) })
         }
         None => {
             let (((a, b), c), f) = steps.next()?;
             unsafe {
-                chains::<W>(&mut r, a, b, c);
-                start::<W, _>(0, f, &mut NoCopy)
+                chains::<F>(&mut r, a, b, c);
+                start::<F::W, _>(0, f, &mut NoCopy)
             }
         }
     };
     for (((a, b), c), f) in steps {
         unsafe {
-            chains::<W>(&mut r, a, b, c);
+            chains::<F>(&mut r, a, b, c);
             fold_blocks(&mut acc, f, key, &mut NoCopy);
         }
     }
@@ -266,34 +291,34 @@ unsafe fn fused_block<W: Fused>(
     Some(acc)
 }
 
-/// The register after `data`: fused blocks of `W` folding and `crc32` chains, then folding,
+/// The register after `data`: fused blocks of `F`'s shape and `crc32` chains, then folding,
 /// reduced with two `crc32`.
 #[inline(always)]
-pub(crate) unsafe fn fused<W: Fused>(state: u32, data: &[u8]) -> u32 {
+pub(crate) unsafe fn fused<F: Fused>(state: u32, data: &[u8]) -> u32 {
     let keys = &CASTAGNOLI.keys;
-    // SAFETY (all blocks): the CPU has `W`'s features, SSE4.2, SSE4.1, SSSE3 and PCLMULQDQ
+    // SAFETY (all blocks): the CPU has `F::W`'s features, SSE4.2, SSE4.1, SSSE3 and PCLMULQDQ
     // (this function's contract).
-    if data.len() < W::MIN_ITERATIONS * iteration::<W>() {
+    if data.len() < F::MIN_ITERATIONS * iteration::<F>() {
         if data.len() <= CHAIN_MAX {
             return unsafe { chain(state, data) };
         }
-        return unsafe { reduce(fold_wide::<W, _>(state, data, keys, &mut NoCopy)) };
+        return unsafe { reduce(fold_wide::<F::W, _>(state, data, keys, &mut NoCopy)) };
     }
-    let key = unsafe { W::splat(keys.by(acc_bytes::<W>())) };
+    let key = unsafe { F::W::splat(keys.by(acc_bytes::<F::W>())) };
     let mut acc = None;
     let mut rest = data;
     loop {
-        let iterations = (rest.len() / iteration::<W>()).min(W::BLOCKS.len());
-        let Some(shape) = iterations.checked_sub(1).and_then(|i| W::BLOCKS.get(i)) else {
+        let iterations = (rest.len() / iteration::<F>()).min(F::BLOCKS.len());
+        let Some(shape) = iterations.checked_sub(1).and_then(|i| F::BLOCKS.get(i)) else {
             break;
         };
-        let Some((block, after)) = rest.split_at_checked(shape.iterations * iteration::<W>())
+        let Some((block, after)) = rest.split_at_checked(shape.iterations * iteration::<F>())
         else {
             break;
         };
         // The message's register enters the first block only.
         let entering = if acc.is_none() { state } else { 0 };
-        acc = unsafe { fused_block(acc, entering, block, shape, key) };
+        acc = unsafe { fused_block::<F>(acc, entering, block, shape, key) };
         if acc.is_none() {
             break;
         }
@@ -302,9 +327,9 @@ pub(crate) unsafe fn fused<W: Fused>(state: u32, data: &[u8]) -> u32 {
     // `None` is not reached (`data` holds a block; blocks split exactly); folding is correct
     // all the same.
     let Some(mut acc) = acc else {
-        return unsafe { reduce(fold_wide::<W, _>(state, data, keys, &mut NoCopy)) };
+        return unsafe { reduce(fold_wide::<F::W, _>(state, data, keys, &mut NoCopy)) };
     };
-    let (blocks, tail) = rest.split_at(rest.len() / acc_bytes::<W>() * acc_bytes::<W>());
+    let (blocks, tail) = rest.split_at(rest.len() / acc_bytes::<F::W>() * acc_bytes::<F::W>());
     unsafe {
         fold_blocks(&mut acc, blocks, key, &mut NoCopy);
         reduce(finish(&acc, data, tail, keys, &mut NoCopy))
