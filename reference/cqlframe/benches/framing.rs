@@ -14,7 +14,9 @@
 //! - `decode/cassandra-protocol-FMT-crc32`: its `UncompressedFrameDecoder` / `Lz4FrameDecoder`,
 //!   one frame per `consume` call (it re-splits its buffer after each frame, so a large read
 //!   costs O(n²)); envelopes come out owned and parsed.
-//! - `encode/ours-FMT-CK`: `FrameEncoder::write_frame` of the one envelope into a reused buffer.
+//! - `encode/ours-FMT-CK`: `FrameEncoder::write_frame` of the one envelope into a reused buffer;
+//!   `encode/ours-parts-FMT-CK`: `FrameEncoder::frame`, the frame as header, payload and trailer
+//!   for a vectored write (no copy of the payload, as the Java driver's encoder).
 //! - `encode/cassandra-protocol-FMT-crc32`: `add_envelope` + `finalize_self_contained`.
 //! - `raw/crc32c`, `raw/crc32`: our checksum of the frame payload alone.
 //! - `raw/lz4flex-dN`: `lz4_flex::block::decompress_into` of the frame's block, output placed N
@@ -287,6 +289,21 @@ fn encode(c: &mut Criterion) {
                     .write_frame(black_box(&case.envelope), true, &mut out)
                     .expect("fits");
                 out.len()
+            })
+        });
+        let parts = encoder.frame(&case.envelope, true).expect("fits");
+        let joined: Vec<u8> = parts.io_slices().iter().flat_map(|s| s.to_vec()).collect();
+        assert_eq!(
+            joined, case.frame,
+            "frame gives the parts of the same frame"
+        );
+        let id = BenchmarkId::new(format!("ours-parts-{label}"), case.size);
+        group.bench_function(id, |b| {
+            b.iter(|| {
+                encoder
+                    .frame(black_box(&case.envelope), true)
+                    .expect("fits")
+                    .wire_len()
             })
         });
         if case.checksum == PayloadChecksum::Crc32 {

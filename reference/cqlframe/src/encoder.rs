@@ -3,6 +3,7 @@
 use crate::envelope::ENVELOPE_HEADER_LEN;
 use crate::format::{Format, FrameSettings, MAX_PAYLOAD};
 use crate::header::FrameHeader;
+use std::io::IoSlice;
 use thiserror::Error;
 
 /// SEND-7: the content every frame of a sequence but the last should carry at least. Drivers
@@ -89,22 +90,51 @@ impl FrameEncoder {
         self_contained: bool,
         out: &mut Vec<u8>,
     ) -> Result<FrameHeader, EncodeError> {
+        let checksum = self.settings.checksum;
+        let (header, payload) = self.parts(content, self_contained)?;
+        out.reserve(header.format.header_len() + payload.len() + 4);
+        header.write(out);
+        // Checksummed and copied in one pass where the checksum path can (AVX-512).
+        let trailer = checksum.compute_append(payload, out);
+        out.extend_from_slice(&trailer.to_le_bytes());
+        Ok(header)
+    }
+
+    /// One frame carrying `content` as its three parts, for a vectored write: the payload is
+    /// borrowed (the content itself, or the encoder's LZ4 block), not copied, so the frame costs
+    /// its checksum alone. The Java driver's encoder works this way too. LZ4 frames are stored
+    /// rather than compressed when compression does not shrink them (LZ4-3).
+    pub fn frame<'a>(
+        &'a mut self,
+        content: &'a [u8],
+        self_contained: bool,
+    ) -> Result<FrameParts<'a>, EncodeError> {
+        let checksum = self.settings.checksum;
+        let (header, payload) = self.parts(content, self_contained)?;
+        Ok(FrameParts {
+            header,
+            header_bytes: header.to_bytes(),
+            payload,
+            trailer: checksum.compute(payload).to_le_bytes(),
+        })
+    }
+
+    /// The header and payload of a frame carrying `content`, refused past [`MAX_PAYLOAD`].
+    fn parts<'a>(
+        &'a mut self,
+        content: &'a [u8],
+        self_contained: bool,
+    ) -> Result<(FrameHeader, &'a [u8]), EncodeError> {
         if content.len() > MAX_PAYLOAD {
             return Err(EncodeError::ContentTooLong(content.len()));
         }
-        let (header, payload) = frame_parts(
+        Ok(frame_parts(
             self.settings,
             content,
             self_contained,
             true,
             &mut self.compressed,
-        );
-        out.reserve(header.format.header_len() + payload.len() + 4);
-        header.write(out);
-        // Checksummed and copied in one pass where the checksum path can (AVX-512).
-        let trailer = self.settings.checksum.compute_append(payload, out);
-        out.extend_from_slice(&trailer.to_le_bytes());
-        Ok(header)
+        ))
     }
 
     /// Appends frames carrying `envelopes` (each a whole envelope's bytes): envelopes are packed
@@ -141,6 +171,43 @@ impl FrameEncoder {
                 .expect("batch within capacity");
             batch.clear();
         }
+    }
+}
+
+/// A frame as header, payload and trailer (see [`FrameEncoder::frame`]).
+#[derive(Debug)]
+pub struct FrameParts<'a> {
+    /// The header's fields.
+    pub header: FrameHeader,
+    header_bytes: [u8; 8],
+    /// The payload as sent: the content, or its LZ4 block.
+    pub payload: &'a [u8],
+    trailer: [u8; 4],
+}
+
+impl FrameParts<'_> {
+    /// The header's bytes as sent (6 uncompressed, 8 LZ4).
+    pub fn header_bytes(&self) -> &[u8] {
+        &self.header_bytes[..self.header.format.header_len()]
+    }
+
+    /// The trailer: the payload checksum, little-endian.
+    pub fn trailer(&self) -> &[u8; 4] {
+        &self.trailer
+    }
+
+    /// The three parts in wire order, for `Write::write_vectored` (`writev`).
+    pub fn io_slices(&self) -> [IoSlice<'_>; 3] {
+        [
+            IoSlice::new(self.header_bytes()),
+            IoSlice::new(self.payload),
+            IoSlice::new(&self.trailer),
+        ]
+    }
+
+    /// The frame's length on the wire.
+    pub fn wire_len(&self) -> usize {
+        self.header.format.header_len() + self.payload.len() + self.trailer.len()
     }
 }
 

@@ -79,11 +79,16 @@ impl FrameHeader {
         word
     }
 
+    /// The header's bytes as sent (with its stored `crc24`, right or wrong): the first
+    /// `format.header_len()` of the eight; the rest are zero.
+    pub fn to_bytes(&self) -> [u8; 8] {
+        let n = Self::layout(self.format).5;
+        (self.word() | u64::from(self.crc24 & 0xFF_FFFF) << (8 * n)).to_le_bytes()
+    }
+
     /// Writes the header (with its stored `crc24`, right or wrong) into `out`.
     pub fn write(&self, out: &mut Vec<u8>) {
-        let n = Self::layout(self.format).5;
-        out.extend_from_slice(&self.word().to_le_bytes()[..n]);
-        out.extend_from_slice(&self.crc24.to_le_bytes()[..3]);
+        out.extend_from_slice(&self.to_bytes()[..self.format.header_len()]);
     }
 
     /// Reads a header from the first `format.header_len()` bytes of `bytes`, which must be

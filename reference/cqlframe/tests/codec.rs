@@ -119,6 +119,30 @@ proptest! {
         prop_assert!(at == 0 || t.error.is_some(), "cut at {} of {} accepted", at, wire.len());
     }
 
+    // The vectored form's parts, in wire order, are the frame write_frame appends.
+    #[test]
+    fn frame_parts_are_the_written_frame(
+        s in settings(),
+        content in prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..3000),
+            (1usize..140_000).prop_map(|n| (0..n).map(|i| (i % 7) as u8).collect()),
+        ],
+        self_contained in any::<bool>(),
+    ) {
+        let mut written = Vec::new();
+        let mut encoder = FrameEncoder::new(s, SplitPolicy::DRIVERS);
+        let result = encoder.write_frame(&content, self_contained, &mut written);
+        match encoder.frame(&content, self_contained) {
+            Ok(parts) => {
+                let joined: Vec<u8> = parts.io_slices().iter().flat_map(|p| p.to_vec()).collect();
+                prop_assert_eq!(Some(parts.header), result.ok());
+                prop_assert_eq!(parts.wire_len(), joined.len());
+                prop_assert!(joined == written, "parts differ from the written frame");
+            }
+            Err(e) => prop_assert!(content.len() > 131_071 && result.is_err(), "{e}"),
+        }
+    }
+
     // Arbitrary bytes never panic, whatever the settings.
     #[test]
     fn arbitrary_input_never_panics(s in settings(), bytes in proptest::collection::vec(any::<u8>(), 0..2000)) {
