@@ -405,6 +405,16 @@ fn invalid(c: &mut Cases, s: FrameSettings) {
         sequence(s, &cut(&envelope, &[100])[..1]),
     );
 
+    let first = frame(s, &envelope[..100], false);
+    let second = frame(s, &envelope[100..], false);
+    c.add(
+        s,
+        "truncated-frame-in-sequence",
+        "The stream ends inside the second frame of a sequence: the error is at that frame, not at the sequence's first.",
+        &["RECV-9", "RECV-6", "ERR-5"],
+        Some("RECV-9"),
+        [first, second[..hlen + 1].to_vec()].concat(),
+    );
     c.add(
         s,
         "partial-envelope-header",
@@ -466,6 +476,11 @@ fn invalid(c: &mut Cases, s: FrameSettings) {
     );
     let large = result(3, 1001);
     c.add_with(s, "envelope-over-limit", "A 1001-byte envelope body to a receiver whose limit is 1000, in a sequence: refused from its header.", &["RECV-12"], Some("RECV-12"), sequence(s, &cut(&large, &[9])), 1000, false);
+    // The envelope header split after 5 bytes, so its length arrives with the second frame:
+    // the error is at that frame (ERR-5), and the first frame was reported before it.
+    let split_length = |envelope: &[u8]| sequence(s, &cut(envelope, &[5]));
+    c.add_with(s, "envelope-length-negative-in-later-frame", "A sequence whose envelope header spans two frames and whose body length, in the second, is negative.", &["ENV-3", "ERR-5", "RECV-6"], Some("ENV-3"), split_length(&[&negative[..], &[0; 16]].concat()), DEFAULT_MAX_BODY, true);
+    c.add_with(s, "envelope-over-limit-in-later-frame", "A sequence whose envelope header spans two frames and whose body length, in the second, exceeds the receiver's limit of 1000.", &["RECV-12", "ERR-5", "RECV-6"], Some("RECV-12"), split_length(&large[..200]), 1000, true);
 
     let flipped = raw_frame(s, &ready, true, |h, trailer| {
         let wrong = !h.checksum_bit;
