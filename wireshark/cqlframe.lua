@@ -110,6 +110,7 @@ local EXPERTS = {
     lz4_no_gain = { "LZ4 payload not shorter than its content", G.PROTOCOL, S.NOTE },
     lz4_malformed = { "Malformed LZ4 block", G.MALFORMED, S.ERROR },
     lz4_length_mismatch = { "LZ4 block length differs from the header", G.MALFORMED, S.ERROR },
+    lz4_end_of_block = { "LZ4 block breaks the end-of-block rules", G.MALFORMED, S.ERROR },
     partial_envelope = { "Self-contained frame ends inside an envelope", G.MALFORMED, S.ERROR },
     negative_length = { "Negative envelope body length", G.MALFORMED, S.ERROR },
     too_large = { "Envelope body length above the limit", G.PROTOCOL, S.ERROR },

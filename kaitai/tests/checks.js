@@ -2,7 +2,7 @@
 // Independent checksum and LZ4 block code for the Kaitai test runner (JavaScript).
 // Written from the spec's catalogue (spec/framing_v6.adoc, "Checksums" and "LZ4 payloads"),
 // not from the Rust reference: CRC24 (CRC-1), CRC32 seeded with FA 2D 55 CA (CRC-2),
-// unseeded CRC32C (CRC-3), and a strict raw LZ4 block decoder (LZ4-1, LZ4-4).
+// unseeded CRC32C (CRC-3), and a strict raw LZ4 block decoder (LZ4-1, LZ4-4, LZ4-6).
 
 function crc24(data) {
   // width 24, poly 0x974F0B, init 0x875060, not reflected, xorout 0
@@ -58,6 +58,7 @@ const CATALOGUE = [
 
 class Lz4Malformed extends Error {} // the sender broke LZ4-1; the receiver fails LZ4-4
 class Lz4LengthMismatch extends Error {} // LZ4-4
+class Lz4EndOfBlock extends Error {} // the last match too near the end: the sender broke LZ4-5; LZ4-6
 
 // A 4-bit length of a sequence's token, extended when it is 15: adds the bytes from block[i] on,
 // up to and including the first that is not 255. Returns [length, next i].
@@ -80,6 +81,7 @@ function lz4BlockDecompress(block, declared) {
   let i = 0;
   const n = block.length;
   if (n === 0) throw new Lz4Malformed('empty block');
+  let lastMatch = null;
   for (;;) {
     const token = block[i++];
     let lit;
@@ -98,13 +100,18 @@ function lz4BlockDecompress(block, declared) {
     [mlen, i] = extendedLength(block, i, token & 15, 'match');
     mlen += 4;
     if (o + mlen > declared) throw new Lz4LengthMismatch('output would exceed the declared length');
+    lastMatch = [o, o + mlen];
     for (let k = 0; k < mlen; k++, o++) out[o] = out[o - offset]; // matches may overlap
   }
   if (o !== declared) throw new Lz4LengthMismatch(`block yields ${o} bytes, header declares ${declared}`);
+  // LZ4's end-of-block rules: the last match starts 12 or more, and ends 5 or more, bytes before the end
+  if (lastMatch && (lastMatch[0] + 12 > declared || lastMatch[1] + 5 > declared)) {
+    throw new Lz4EndOfBlock(`last match over ${lastMatch[0]}..${lastMatch[1]} of ${declared} bytes`);
+  }
   return out;
 }
 
 module.exports = {
   crc24, crc32Seeded, crc32c, payloadChecksum, CATALOGUE,
-  Lz4Malformed, Lz4LengthMismatch, lz4BlockDecompress,
+  Lz4Malformed, Lz4LengthMismatch, Lz4EndOfBlock, lz4BlockDecompress,
 };

@@ -3,7 +3,7 @@
 Written from the spec's catalogue (spec/framing_v6.adoc, "Checksums" and "LZ4
 payloads"), not from the Rust reference: CRC24 (CRC-1), CRC32 seeded with
 FA 2D 55 CA (CRC-2), unseeded CRC32C (CRC-3), and a strict raw LZ4 block decoder
-(LZ4-1, LZ4-4). Standard library only.
+(LZ4-1, LZ4-4, LZ4-6). Standard library only.
 """
 
 from __future__ import annotations
@@ -75,6 +75,11 @@ class Lz4LengthMismatch(Exception):
     """The block does not decompress to exactly the declared length (LZ4-4)."""
 
 
+class Lz4EndOfBlock(Exception):
+    """The block decodes, but its last match starts less than 12 or ends less than 5 bytes
+    before the end (the sender broke LZ4-5; the receiver fails LZ4-6)."""
+
+
 def _extended_length(block: bytes, i: int, length: int, what: str) -> tuple[int, int]:
     """A 4-bit length of a sequence's token, extended when it is 15: add the bytes from
     block[i] on, up to and including the first that is not 255. Returns (length, next i)."""
@@ -95,9 +100,11 @@ def lz4_block_decompress(block: bytes, declared: int) -> bytes:
 
     Raises Lz4LengthMismatch when the output would exceed `declared` or ends short
     of it, Lz4Malformed when the block itself is broken (runs past its input, a
-    match offset of 0 or before the start of the output).
+    match offset of 0 or before the start of the output), and then Lz4EndOfBlock when
+    the last match lies too close to the end (LZ4's end-of-block rules).
     """
     out = bytearray()
+    last_match = None
     i, n = 0, len(block)
     if n == 0:
         raise Lz4Malformed("empty block")
@@ -123,9 +130,12 @@ def lz4_block_decompress(block: bytes, declared: int) -> bytes:
         mlen += 4
         if len(out) + mlen > declared:
             raise Lz4LengthMismatch("output would exceed the declared length")
+        last_match = (len(out), len(out) + mlen)
         start = len(out) - offset
         for k in range(mlen):  # byte by byte: matches may overlap their output
             out.append(out[start + k])
     if len(out) != declared:
         raise Lz4LengthMismatch(f"block yields {len(out)} bytes, header declares {declared}")
+    if last_match and (last_match[0] + 12 > declared or last_match[1] + 5 > declared):
+        raise Lz4EndOfBlock(f"last match over {last_match[0]}..{last_match[1]} of {declared} bytes")
     return bytes(out)

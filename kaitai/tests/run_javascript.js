@@ -15,7 +15,7 @@ const path = require('path');
 const yaml = require('js-yaml');
 const KaitaiStream = require('kaitai-struct/KaitaiStream');
 const {
-  crc24, payloadChecksum, CATALOGUE, Lz4Malformed, Lz4LengthMismatch, lz4BlockDecompress,
+  crc24, payloadChecksum, CATALOGUE, Lz4Malformed, Lz4LengthMismatch, Lz4EndOfBlock, lz4BlockDecompress,
 } = require('./checks');
 
 const HERE = __dirname;
@@ -132,6 +132,7 @@ function decode(fmt, algorithm, maxBody, data) {
         } catch (exc) {
           // every block failure fails LZ4-4, the receiver's rule (LZ4-1 binds senders)
           if (exc instanceof Lz4Malformed || exc instanceof Lz4LengthMismatch) return fail('LZ4-4');
+          if (exc instanceof Lz4EndOfBlock) return fail('LZ4-6');
           throw exc;
         }
       }

@@ -6,7 +6,7 @@ For every frames case of vectors/manifest.json (read from each case's `input.fil
 * the generated stream parser (CqlFramesUncompressed / CqlFramesLz4) parses the input;
 * this runner then does what a receiver does and the grammar cannot (spec "Decoding
   procedure"): CRC24 (RECV-1), checksum bit (RECV-3), payload checksum (RECV-2) with its own
-  CRC code (checks.py), LZ4 block decoding (LZ4-1, LZ4-4) followed by a parse of the content
+  CRC code (checks.py), LZ4 block decoding (LZ4-1, LZ4-4, LZ4-6) followed by a parse of the content
   with the generated CqlEnvelopes, sequence reassembly parsed with the generated CqlEnvelope
   (RECV-6 to RECV-9), the receiver's body limit (RECV-12);
 * valid cases: every frame field (self_contained, payload_length, uncompressed_length,
@@ -34,6 +34,7 @@ sys.path.insert(0, str(HERE))
 
 from checks import (  # noqa: E402
     CATALOGUE,
+    Lz4EndOfBlock,
     Lz4LengthMismatch,
     Lz4Malformed,
     crc24,
@@ -124,6 +125,8 @@ class Runner:
                     except (Lz4Malformed, Lz4LengthMismatch):
                         # every block failure fails LZ4-4, the receiver's rule (LZ4-1 binds senders)
                         return fail_runner("LZ4-4")
+                    except Lz4EndOfBlock:
+                        return fail_runner("LZ4-6")
                 else:
                     content = payload
                 out["frames"].append({

@@ -565,7 +565,11 @@ function M.process(conv, dir, s, pos, len, kind, ctx, opts)
         if dir.format == "lz4" and h.uncompressed_length > 0 then
             local kind2, reason
             content, kind2, reason = lz4.decompress(s, p0, h.length, h.uncompressed_length)
-            if content == nil then
+            if content == nil and kind2 == "lz4_end_of_block" then
+                -- LZ4's end-of-block rules: the receiver's LZ4-6, the sender's LZ4-5
+                framing_error(dir, rec, kind2, "LZ4-6", reason, "LZ4-5")
+                rec.lz4_error = reason
+            elseif content == nil then
                 -- a malformed block breaks the sender's LZ4-1; the receiver fails it under LZ4-4
                 framing_error(dir, rec, kind2, "LZ4-4", reason, "LZ4-1")
                 rec.lz4_error = reason

@@ -1,11 +1,13 @@
--- cqlframe/lz4.lua: raw LZ4 block decompression (LZ4-1, LZ4-4), pure Lua, bounds-checked.
+-- cqlframe/lz4.lua: raw LZ4 block decompression (LZ4-1, LZ4-4, LZ4-6), pure Lua, bounds-checked.
 --
 --   decompress(s, i, n, declared) -> content | nil, kind, reason
 --
 -- s[i .. i+n-1] is one raw block (no frame format, no size prefix, empty history); declared is
 -- the header's uncompressed length. Success means the block is consumed exactly and yields
 -- exactly `declared` bytes; the output never grows past `declared`. On failure kind is
--- "lz4_malformed" (LZ4-1) or "lz4_length_mismatch" (LZ4-4), as the reference reports them.
+-- "lz4_malformed" (LZ4-1) or "lz4_length_mismatch" (LZ4-4), as the reference reports them, or
+-- "lz4_end_of_block" (LZ4-6) for a block that yields `declared` bytes but whose last match starts
+-- less than 12 or ends less than 5 bytes before the end (LZ4's end-of-block rules, LZ4-5).
 -- Only arithmetic on small integers: no bit operations needed.
 
 local byte, char, concat = string.byte, string.char, table.concat
@@ -41,6 +43,7 @@ end
 function M.decompress(s, i, n, declared)
     local ip, iend = i, i + n          -- next input byte, one past the last
     local out, op = {}, 0              -- output bytes, count so far
+    local match_start, match_end       -- where the last match lies in the output
     if n == 0 then
         return nil, "lz4_malformed", "empty block"
     end
@@ -93,12 +96,16 @@ function M.decompress(s, i, n, declared)
         if op + mlen > declared then
             return nil, "lz4_length_mismatch", "output would exceed the declared length"
         end
+        match_start, match_end = op, op + mlen
         local from = op - offset
         for m = 1, mlen do out[op + m] = out[from + m] end   -- byte by byte: overlap repeats
         op = op + mlen
     end
     if op ~= declared then
         return nil, "lz4_length_mismatch", string.format("block yields %d bytes, header declares %d", op, declared)
+    end
+    if match_start and (match_start + 12 > declared or match_end + 5 > declared) then
+        return nil, "lz4_end_of_block", string.format("the last match covers bytes %d..%d of %d: it must start 12 and end 5 bytes before the end or earlier", match_start, match_end, declared)
     end
     return to_string(out, op)
 end

@@ -20,7 +20,7 @@ Checks, each counted once:
 * mid-connection: every frames case of the manifest, written as the server side of a capture
   whose TCP handshake is cut off (so the dissector must detect the format from a verified CRC24),
   shows the manifest's envelopes, or for an invalid case the expert info of its rule where a
-  capture can show it (RECV-2, RECV-5, RECV-7, RECV-8, RECV-10, RECV-12, ENV-3, LZ4-4) (RECV-9 truncation is never visible: TCP reassembly just waits; RECV-3
+  capture can show it (RECV-2, RECV-5, RECV-7, RECV-8, RECV-10, RECV-12, ENV-3, LZ4-4, LZ4-6) (RECV-9 truncation is never visible: TCP reassembly just waits; RECV-3
   cannot be told from a detected format, which takes the checksum from the bit);
 * robustness: mutated captures (editcap -E 0.02 --seed N, with and without payload checksum
   verification) produce no "Lua Error" on stderr or in the expert info.

@@ -9,7 +9,7 @@
 --   * for LZ4 frames with an uncompressed length, the block decompresses to the case's content
 --     (hex or sha256) (LZ4-1, LZ4-2, LZ4-4);
 -- and for the invalid cases whose error is a checksum mismatch (RECV-1, RECV-2) or an LZ4
--- failure (LZ4-4): the module computes the reference's `computed` value, or fails the
+-- failure (LZ4-4, LZ4-6): the module computes the reference's `computed` value, or fails the
 -- block under the same rule.
 -- Prints one line per failure and ends with "modules (<Lua version>): N passed, M failed".
 
@@ -53,8 +53,9 @@ local function check_frame(id, data, format, checksum, f)
 end
 
 local HEADER_RULES = { ["RECV-1"] = true }
--- a malformed block (the sender broke LZ4-1) and a length mismatch both fail under LZ4-4
-local lz4_rule = { lz4_malformed = "LZ4-4", lz4_length_mismatch = "LZ4-4" }
+-- a malformed block (the sender broke LZ4-1) and a length mismatch both fail under LZ4-4; a
+-- block that breaks LZ4's end-of-block rules (the sender broke LZ4-5) fails LZ4-6
+local lz4_rule = { lz4_malformed = "LZ4-4", lz4_length_mismatch = "LZ4-4", lz4_end_of_block = "LZ4-6" }
 
 for _, case in ipairs(manifest.cases) do
     if case.kind == "frames" then

@@ -2,7 +2,8 @@ package main
 
 // The receiver's checks the grammar cannot express, independent of the Rust reference:
 // CRC24 (CRC-1) written from the spec's catalogue, CRC32 and CRC32C from Go's hash/crc32
-// (CRC-2 seeded with FA 2D 55 CA, CRC-3 unseeded), LZ4 blocks from pierrec/lz4 (LZ4-1, LZ4-4).
+// (CRC-2 seeded with FA 2D 55 CA, CRC-3 unseeded), LZ4 blocks from pierrec/lz4 (LZ4-1, LZ4-4),
+// which does not check LZ4's end-of-block rules, so lastMatch does (LZ4-6).
 
 import (
 	"errors"
@@ -71,4 +72,44 @@ func lz4Decompress(block []byte, declared int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d bytes, declared %d", errLz4, n, declared)
 	}
 	return out, nil
+}
+
+// errEndOfBlock: the block decodes, but its last match starts less than 12 or ends less than
+// 5 bytes before the end (LZ4-6; the sender broke LZ4-5).
+var errEndOfBlock = errors.New("LZ4 block breaks the end-of-block rules")
+
+// endOfBlock checks LZ4's end-of-block rules on a block that decoded to `declared` bytes: it
+// walks the sequences' tokens and length bytes to find where the last match lies.
+func endOfBlock(block []byte, declared int) error {
+	at, produced, start, end := 0, 0, -1, -1
+	length := func(nibble byte) int {
+		n := int(nibble)
+		for nibble == 15 && at < len(block) {
+			b := block[at]
+			at++
+			n += int(b)
+			if b != 255 {
+				break
+			}
+		}
+		return n
+	}
+	for at < len(block) {
+		token := block[at]
+		at++
+		literals := length(token >> 4)
+		at += literals
+		produced += literals
+		if at >= len(block) {
+			break
+		}
+		at += 2 // the match offset
+		start = produced
+		produced += length(token&15) + 4
+		end = produced
+	}
+	if start >= 0 && (start+12 > declared || end+5 > declared) {
+		return fmt.Errorf("%w: last match over %d..%d of %d bytes", errEndOfBlock, start, end, declared)
+	}
+	return nil
 }

@@ -241,6 +241,9 @@ func (r *receiver) receive(views []frameView, length int, out *decoded) error {
 			if content, err = lz4Decompress(f.block, int(*f.uncompressedLength)); err != nil {
 				return runnerRule("LZ4-4")
 			}
+			if endOfBlock(f.block, int(*f.uncompressedLength)) != nil {
+				return runnerRule("LZ4-6")
+			}
 		}
 		out.frames = append(out.frames, frameRecord{
 			Offset: offset, SelfContained: f.selfContained, PayloadLength: f.payloadLength,

@@ -9,7 +9,8 @@ import net.jpountz.lz4.LZ4SafeDecompressor;
 /**
  * The receiver's checks the grammar cannot express, independent of the Rust reference: CRC24
  * (CRC-1) written from the spec's catalogue, CRC32 and CRC32C from java.util.zip (CRC-2 seeded
- * with FA 2D 55 CA, CRC-3 unseeded), LZ4 blocks from lz4-java's bounds-checked decoder.
+ * with FA 2D 55 CA, CRC-3 unseeded), LZ4 blocks from lz4-java's bounds-checked decoder
+ * after a walk over their sequences (LZ4's end-of-block rules).
  */
 final class Checks {
     private Checks() {}
@@ -69,15 +70,34 @@ final class Checks {
             new Entry("crc32c check value", Checks::crc32c, "123456789", 0xE3069283L),
             new Entry("crc32 unseeded (ISO-HDLC) check value", Checks::crc32Unseeded, "123456789", 0xCBF43926L));
 
-    /** Any LZ4 block failure; all of them fail LZ4-4 (LZ4-1 binds senders). */
+    /** A broken block, or one of another length than declared: fails LZ4-4 (LZ4-1 binds senders). */
     static final class Lz4Failure extends Exception {
         Lz4Failure(String message) {
             super(message);
         }
     }
 
-    /** Decodes one raw LZ4 block into exactly {@code declared} bytes. */
-    static byte[] lz4Decompress(byte[] block, int declared) throws Lz4Failure {
+    /**
+     * A block that decodes to the declared length but whose last match starts less than 12 or ends
+     * less than 5 bytes before the end: fails LZ4-6 (LZ4-5 binds senders).
+     */
+    static final class Lz4EndOfBlock extends Exception {
+        Lz4EndOfBlock(long start, long end, int declared) {
+            super("last match over " + start + ".." + end + " of " + declared + " bytes");
+        }
+    }
+
+    /**
+     * Decodes one raw LZ4 block into exactly {@code declared} bytes. lz4-java's pure-Java decoder
+     * refuses some blocks that break LZ4's end-of-block rules as it refuses broken ones and accepts
+     * others, so the block's sequences are walked first to tell LZ4-6 from LZ4-4.
+     */
+    static byte[] lz4Decompress(byte[] block, int declared) throws Lz4Failure, Lz4EndOfBlock {
+        long[] walk = lz4Sequences(block);
+        if (walk[0] != declared) throw new Lz4Failure("block yields " + walk[0] + " bytes, declared " + declared);
+        if (walk[1] >= 0 && (walk[1] + 12 > declared || walk[2] + 5 > declared)) {
+            throw new Lz4EndOfBlock(walk[1], walk[2], declared);
+        }
         byte[] out = new byte[declared];
         int n;
         try {
@@ -87,5 +107,42 @@ final class Checks {
         }
         if (n != declared) throw new Lz4Failure(n + " bytes, declared " + declared);
         return out;
+    }
+
+    /**
+     * Walks a block's sequences without decoding them: {bytes it yields, start of its last match,
+     * end of it} (-1 without a match), or why it is no block.
+     */
+    private static long[] lz4Sequences(byte[] block) throws Lz4Failure {
+        int[] at = {0};
+        long produced = 0, start = -1, end = -1;
+        while (true) {
+            if (at[0] >= block.length) throw new Lz4Failure("the block ends without a last sequence");
+            int token = block[at[0]++] & 0xFF;
+            long literals = sequenceLength(block, at, token >>> 4);
+            if (literals > block.length - at[0]) throw new Lz4Failure("literals run past the block");
+            at[0] += (int) literals;
+            produced += literals;
+            if (at[0] == block.length) return new long[] {produced, start, end};
+            if (at[0] + 2 > block.length) throw new Lz4Failure("a match offset runs past the block");
+            int offset = (block[at[0]] & 0xFF) | (block[at[0] + 1] & 0xFF) << 8;
+            at[0] += 2;
+            if (offset == 0 || offset > produced) throw new Lz4Failure("match offset " + offset + " outside the output");
+            start = produced;
+            produced += sequenceLength(block, at, token & 15) + 4;
+            end = produced;
+        }
+    }
+
+    /** A literal or match length: the token's 4 bits, extended by bytes while they reach 15, then 255. */
+    private static long sequenceLength(byte[] block, int[] at, int nibble) throws Lz4Failure {
+        long n = nibble;
+        if (nibble != 15) return n;
+        while (true) {
+            if (at[0] >= block.length) throw new Lz4Failure("a length runs past the block");
+            int b = block[at[0]++] & 0xFF;
+            n += b;
+            if (b != 255) return n;
+        }
     }
 }

@@ -125,6 +125,8 @@ final class Receiver {
                     content = Checks.lz4Decompress(f.block(), (int) (long) f.uncompressedLength());
                 } catch (Checks.Lz4Failure e) {
                     throw new RunnerRule("LZ4-4");
+                } catch (Checks.Lz4EndOfBlock e) {
+                    throw new RunnerRule("LZ4-6");
                 }
             }
             out.frames.add(new FrameRecord(offset, f.selfContained(), f.payloadLength(), f.uncompressedLength(),

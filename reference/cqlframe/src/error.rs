@@ -63,6 +63,12 @@ pub enum ErrorKind {
     Lz4Malformed { reason: String },
     #[error("LZ4 block decompresses to {} bytes, header says {declared}", actual.map_or_else(|| "more".to_string(), |a| a.to_string()))]
     Lz4LengthMismatch { declared: u32, actual: Option<u32> },
+    #[error("LZ4 block's last match covers bytes {last_match_start}..{last_match_end} of {declared}: it must start at least 12 and end at least 5 bytes before the end")]
+    Lz4EndOfBlock {
+        last_match_start: u32,
+        last_match_end: u32,
+        declared: u32,
+    },
     #[error("stream ends inside a frame's or sequence's {part:?} ({missing} more bytes needed)")]
     Truncated { part: Part, missing: u64 },
     #[error("self-contained frame ends inside an envelope ({available} of {needed} bytes)")]
@@ -108,6 +114,7 @@ impl ErrorKind {
             ErrorKind::PayloadChecksumMismatch { .. } => "RECV-2",
             ErrorKind::Lz4Malformed { .. } => "LZ4-4",
             ErrorKind::Lz4LengthMismatch { .. } => "LZ4-4",
+            ErrorKind::Lz4EndOfBlock { .. } => "LZ4-6",
             ErrorKind::Truncated { .. } => "RECV-9",
             ErrorKind::PartialEnvelope { .. } => "RECV-5",
             ErrorKind::SequenceOvershoot { .. } => "RECV-7",
@@ -141,6 +148,7 @@ impl ErrorKind {
             ErrorKind::PayloadChecksumMismatch { .. } => "payload_checksum_mismatch",
             ErrorKind::Lz4Malformed { .. } => "lz4_malformed",
             ErrorKind::Lz4LengthMismatch { .. } => "lz4_length_mismatch",
+            ErrorKind::Lz4EndOfBlock { .. } => "lz4_end_of_block",
             ErrorKind::Truncated { .. } => "truncated",
             ErrorKind::PartialEnvelope { .. } => "partial_envelope",
             ErrorKind::SequenceOvershoot { .. } => "sequence_overshoot",

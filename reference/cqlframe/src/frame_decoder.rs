@@ -2,7 +2,7 @@
 //!
 //! Checks run in the order the spec fixes: the header CRC24 before any header field is used
 //! (RECV-1), the checksum bit against the negotiation (RECV-3), the payload checksum before the
-//! payload is decompressed or read (RECV-2), then the LZ4 block and its exact length (LZ4-4).
+//! payload is decompressed or read (RECV-2), then the LZ4 block, its exact length (LZ4-4) and LZ4's end-of-block rules (LZ4-6).
 //! A frame that arrives whole inside one input slice is decoded in place (zero-copy); only a
 //! frame split across calls is buffered, so memory stays under two maximum frames (the partial
 //! frame and the decompression buffer).
@@ -10,6 +10,7 @@
 use crate::error::{ErrorKind, FramingError, Part};
 use crate::format::{Format, FrameSettings, TRAILER_LEN};
 use crate::header::FrameHeader;
+use crate::lz4_block::decompress;
 
 /// A verified frame. `payload` is the bytes on the wire; `content` what they carry (the same
 /// bytes unless LZ4 decompressed them).
@@ -249,27 +250,4 @@ fn payload_checksum_error(
         computed,
     };
     FramingError::new(kind, offset)
-}
-
-/// Decompresses one raw LZ4 block into exactly `declared` bytes, never writing past them (LZ4-4).
-/// Kept out of line: inlined into the frame loop, lz4_flex's copy loop measured much slower.
-#[inline(never)]
-fn decompress(block: &[u8], declared: u32, out: &mut Vec<u8>) -> Result<(), ErrorKind> {
-    out.resize(declared as usize, 0);
-    match lz4_flex::block::decompress_into(block, out) {
-        Ok(n) if n == out.len() => Ok(()),
-        Ok(n) => Err(ErrorKind::Lz4LengthMismatch {
-            declared,
-            actual: Some(n as u32),
-        }),
-        Err(lz4_flex::block::DecompressError::OutputTooSmall { .. }) => {
-            Err(ErrorKind::Lz4LengthMismatch {
-                declared,
-                actual: None,
-            })
-        }
-        Err(e) => Err(ErrorKind::Lz4Malformed {
-            reason: e.to_string(),
-        }),
-    }
 }

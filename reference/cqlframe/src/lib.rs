@@ -29,6 +29,7 @@ pub mod error;
 pub mod format;
 pub mod frame_decoder;
 pub mod header;
+mod lz4_block;
 
 pub use error::{ErrorKind, FramingError};
 pub use format::{Format, FrameSettings};

@@ -10,7 +10,9 @@
 //! ```
 //! The frame must decode to content of exactly the declared length, equal to what an
 //! independent LZ4 decoder (`cqlframe_fuzz::lz4_reference_decode`) makes of the block, or fail
-//! with LZ4-1 / LZ4-4 exactly when that decoder rejects the block.
+//! with LZ4-1 / LZ4-4 exactly when that decoder rejects the block, and with LZ4-6 exactly when
+//! it decodes the block but the last match starts less than 12 or ends less than 5 bytes before
+//! the end (LZ4's end-of-block rules).
 #![no_main]
 
 use cqlframe::checksum::PayloadChecksum;
@@ -70,14 +72,20 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(got.as_deref(), Some(block), "stored content");
         return;
     }
-    let reference = lz4_reference_decode(block, declared as usize);
-    let valid = matches!(&reference, Ok(out) if out.len() == declared as usize);
+    let declared = declared as usize;
+    let reference = lz4_reference_decode(block, declared);
+    let decodes = matches!(&reference, Ok((out, _)) if out.len() == declared);
+    let keeps_end_of_block = match &reference {
+        Ok((_, Some((start, end)))) => start + 12 <= declared && end + 5 <= declared,
+        _ => true,
+    };
+    let valid = decodes && keeps_end_of_block;
     match result {
         Ok(()) => {
             let content = got.expect("Ok without a frame");
             assert_eq!(
                 content.len(),
-                declared as usize,
+                declared,
                 "LZ4-4: content length is not the declared length"
             );
             assert!(
@@ -86,15 +94,17 @@ fuzz_target!(|data: &[u8]| {
             );
             assert_eq!(
                 Ok(content),
-                reference,
+                reference.map(|(out, _)| out),
                 "content differs from the reference decoder"
             );
         }
         Err(e) => {
-            assert!(
-                matches!(e.rule(), "LZ4-1" | "LZ4-4"),
-                "unexpected error {e}"
-            );
+            let expected: &[&str] = if decodes {
+                &["LZ4-6"]
+            } else {
+                &["LZ4-1", "LZ4-4"]
+            };
+            assert!(expected.contains(&e.rule()), "unexpected error {e}");
             assert_eq!(e.offset, 0);
             assert!(
                 !valid,

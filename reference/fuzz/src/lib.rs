@@ -116,6 +116,9 @@ impl<'a> ChunkSpec<'a> {
     }
 }
 
+/// What [`lz4_reference_decode`] made of a block: the output and its last match, if any.
+pub type Lz4Decoded = (Vec<u8>, Option<(usize, usize)>);
+
 /// Why [`lz4_reference_decode`] rejected a block.
 #[derive(Debug, PartialEq, Eq)]
 pub enum RefLz4Error {
@@ -126,11 +129,10 @@ pub enum RefLz4Error {
 }
 
 /// An independent, deliberately simple LZ4 block decoder (lz4 `lz4_Block_format.md`): sequences
-/// of token, literals, 2-byte offset and match, the last sequence literals only. The
-/// end-of-block conditions (last 5 bytes literals, last match 12 bytes before the end) are
-/// compression-side rules that decoders do not enforce, so neither does this one. Output may
-/// not exceed `max` bytes.
-pub fn lz4_reference_decode(block: &[u8], max: usize) -> Result<Vec<u8>, RefLz4Error> {
+/// of token, literals, 2-byte offset and match, the last sequence literals only. Output may not
+/// exceed `max` bytes. Returns the output and where the last match lies in it (start, end), for
+/// the caller to hold against LZ4's end-of-block rules (LZ4-6).
+pub fn lz4_reference_decode(block: &[u8], max: usize) -> Result<Lz4Decoded, RefLz4Error> {
     fn length(block: &[u8], pos: &mut usize, base: usize) -> Result<usize, RefLz4Error> {
         let mut len = base;
         if base == 15 {
@@ -149,6 +151,7 @@ pub fn lz4_reference_decode(block: &[u8], max: usize) -> Result<Vec<u8>, RefLz4E
     }
     let mut out = Vec::new();
     let mut pos = 0;
+    let mut last_match = None;
     loop {
         let token = *block
             .get(pos)
@@ -168,7 +171,7 @@ pub fn lz4_reference_decode(block: &[u8], max: usize) -> Result<Vec<u8>, RefLz4E
         out.extend_from_slice(literals);
         pos += lit;
         if pos == block.len() {
-            return Ok(out);
+            return Ok((out, last_match));
         }
         let offset = block
             .get(pos..pos + 2)
@@ -187,6 +190,7 @@ pub fn lz4_reference_decode(block: &[u8], max: usize) -> Result<Vec<u8>, RefLz4E
         if out.len() + mlen > max {
             return Err(RefLz4Error::TooLong);
         }
+        last_match = Some((out.len(), out.len() + mlen));
         let start = out.len() - offset;
         for i in 0..mlen {
             out.push(out[start + i]);
@@ -216,7 +220,9 @@ mod tests {
     fn reference_lz4_decodes_known_block() {
         // "aaaaaaaaaa": literal 'a' then a match of 9 at offset 1, then an empty last literal run.
         let block = [0x15, b'a', 0x01, 0x00, 0x00];
-        assert_eq!(lz4_reference_decode(&block, 100).unwrap(), b"aaaaaaaaaa");
+        let (out, last_match) = lz4_reference_decode(&block, 100).unwrap();
+        assert_eq!(out, b"aaaaaaaaaa");
+        assert_eq!(last_match, Some((1, 10)));
         assert_eq!(lz4_reference_decode(&block, 9), Err(RefLz4Error::TooLong));
         assert!(matches!(
             lz4_reference_decode(&[0x10, b'a', 0, 0, 0], 100),

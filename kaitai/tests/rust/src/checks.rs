@@ -116,18 +116,90 @@ pub const CATALOGUE: [CatalogueEntry; 5] = [
     },
 ];
 
-/// Decodes one raw LZ4 block into exactly `declared` bytes. Every failure, a broken block
-/// or another length, fails LZ4-4 (LZ4-1 binds senders), so the error only describes it.
-pub fn lz4_decompress(block: &[u8], declared: usize) -> Result<Vec<u8>, String> {
-    let size =
-        i32::try_from(declared).map_err(|_| format!("declared length {declared} too large"))?;
+/// Why a block was refused: the receiver's rule it fails.
+#[derive(Debug)]
+pub enum Lz4Failure {
+    /// Broken, or another length than declared (LZ4-4; the sender broke LZ4-1).
+    Block,
+    /// Decodes to the declared length, but the last match starts less than 12 or ends less
+    /// than 5 bytes before the end (LZ4-6; the sender broke LZ4-5).
+    EndOfBlock,
+}
+
+impl Lz4Failure {
+    pub fn rule(&self) -> &'static str {
+        match self {
+            Lz4Failure::Block => "LZ4-4",
+            Lz4Failure::EndOfBlock => "LZ4-6",
+        }
+    }
+}
+
+/// Decodes one raw LZ4 block into exactly `declared` bytes. liblz4 refuses a block that breaks
+/// LZ4's end-of-block rules as it refuses a broken one, so the sequences are walked first to
+/// tell LZ4-6 from LZ4-4.
+pub fn lz4_decompress(block: &[u8], declared: usize) -> Result<Vec<u8>, Lz4Failure> {
+    let (produced, last_match) = lz4_sequences(block)?;
+    if produced != declared {
+        return Err(Lz4Failure::Block);
+    }
+    if let Some((start, end)) = last_match {
+        if start + 12 > declared || end + 5 > declared {
+            return Err(Lz4Failure::EndOfBlock);
+        }
+    }
+    let size = i32::try_from(declared).map_err(|_| Lz4Failure::Block)?;
     let mut out = vec![0; declared];
-    let n =
-        lz4::block::decompress_to_buffer(block, Some(size), &mut out).map_err(|e| e.to_string())?;
+    let n = lz4::block::decompress_to_buffer(block, Some(size), &mut out)
+        .map_err(|_| Lz4Failure::Block)?;
     if n != declared {
-        return Err(format!(
-            "block yields {n} bytes, header declares {declared}"
-        ));
+        return Err(Lz4Failure::Block);
     }
     Ok(out)
+}
+
+/// Walks a block's sequences without decoding them: the number of bytes it yields and where
+/// its last match lies. It is no block (LZ4-4) when a length, literals or an offset run past
+/// its end, an offset is 0 or reaches before the start of the output, or a match is not
+/// followed by another sequence.
+fn lz4_sequences(block: &[u8]) -> Result<(usize, Option<(usize, usize)>), Lz4Failure> {
+    fn length(block: &[u8], at: &mut usize, nibble: u8) -> Result<usize, Lz4Failure> {
+        let mut n = usize::from(nibble);
+        if nibble == 15 {
+            loop {
+                let b = *block.get(*at).ok_or(Lz4Failure::Block)?;
+                *at += 1;
+                n += usize::from(b);
+                if b != 255 {
+                    break;
+                }
+            }
+        }
+        Ok(n)
+    }
+    let (mut at, mut produced, mut last_match) = (0, 0, None);
+    loop {
+        let token = *block.get(at).ok_or(Lz4Failure::Block)?;
+        at += 1;
+        let literals = length(block, &mut at, token >> 4)?;
+        at = at
+            .checked_add(literals)
+            .filter(|&end| end <= block.len())
+            .ok_or(Lz4Failure::Block)?;
+        produced += literals;
+        if at == block.len() {
+            return Ok((produced, last_match));
+        }
+        let offset = block
+            .get(at..at + 2)
+            .map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])))
+            .ok_or(Lz4Failure::Block)?;
+        at += 2;
+        if offset == 0 || offset > produced {
+            return Err(Lz4Failure::Block);
+        }
+        let matched = length(block, &mut at, token & 15)? + 4;
+        last_match = Some((produced, produced + matched));
+        produced += matched;
+    }
 }

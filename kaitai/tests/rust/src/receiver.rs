@@ -1,7 +1,7 @@
 //! The receiver around the generated Rust parsers: the generated stream type parses the whole
 //! input, then this module does what the grammar cannot (spec "Decoding procedure"), in the
 //! order of run_python.py: CRC24 (RECV-1), checksum bit (RECV-3), payload checksum (RECV-2),
-//! LZ4 decoding (LZ4-4) and `cql_envelopes` on the decompressed content, sequence reassembly
+//! LZ4 decoding (LZ4-4, LZ4-6) and `cql_envelopes` on the decompressed content, sequence reassembly
 //! parsed with `cql_envelope` (RECV-6 to RECV-10), the receiver's body limit (RECV-12).
 
 use std::any::Any;
@@ -295,7 +295,7 @@ impl Receiver {
             }
             let content = match f.uncompressed_length {
                 Some(declared) if !f.stored => {
-                    lz4_decompress(&f.block, declared as usize).map_err(|_| rule("LZ4-4"))?
+                    lz4_decompress(&f.block, declared as usize).map_err(|e| rule(e.rule()))?
                 }
                 _ => f.payload.clone(),
             };

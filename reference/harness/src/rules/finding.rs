@@ -113,6 +113,7 @@ pub fn sender_rule(kind: &ErrorKind) -> &'static str {
             _ => "CRC-3",
         },
         ErrorKind::Lz4Malformed { .. } | ErrorKind::Lz4LengthMismatch { .. } => "LZ4-1",
+        ErrorKind::Lz4EndOfBlock { .. } => "LZ4-5",
         ErrorKind::PartialEnvelope { .. } => "SEND-2",
         ErrorKind::SequenceOvershoot { .. } => "SEND-3",
         ErrorKind::SequenceInterrupted => "SEND-5",

@@ -106,6 +106,33 @@ fn a_receiver_error_stops_its_direction() {
     assert!(!judge.stopped(S2C));
 }
 
+// A block that breaks LZ4's end-of-block rules: the receiver's LZ4-6, found against the sender's
+// LZ4-5. The envelope (9 + 20 'z's) is a block of 18 literals and a 4-byte match 11 bytes before
+// the end.
+#[test]
+fn an_lz4_block_past_the_end_of_block_limits_is_lz4_5() {
+    let mut judge = Judge::new(MAX_BODY);
+    switched(&mut judge, &[("COMPRESSION", "lz4")]);
+    let envelope = envelope_bytes(0x85, 0, 4, Opcode::Result, &[b'z'; 20]);
+    let mut block = vec![0xF0, 3];
+    block.extend_from_slice(&envelope[..18]);
+    block.extend_from_slice(&[1, 0, 0x70]);
+    block.extend_from_slice(&envelope[22..]);
+    let settings = FrameSettings::new(Format::Lz4, PayloadChecksum::Crc32);
+    let header = FrameHeader::new(Format::Lz4, block.len() as u32, 29, true, false);
+    let mut wire = Vec::new();
+    write_raw(
+        &header,
+        &block,
+        settings.checksum.compute(&block),
+        &mut wire,
+    );
+    let mut found = Vec::new();
+    judge.receive(S2C, &wire, &mut found);
+    assert_eq!(rules(&found), vec![("LZ4-6", Level::Must, S2C, true)]);
+    assert_eq!(found[0].broken_by_sender(), "LZ4-5");
+}
+
 // SEND-8 and SEND-7 are sender rules no receiver refuses: a sequence whose first frame holds less
 // than the envelope header (and so is not filled either) is decoded all the same, not fatally.
 #[test]

@@ -405,6 +405,16 @@ fn invalid(c: &mut Cases, s: FrameSettings) {
         sequence(s, &cut(&envelope, &[100])[..1]),
     );
 
+    let first = frame(s, &envelope[..100], false);
+    let second = frame(s, &envelope[100..], false);
+    c.add(
+        s,
+        "truncated-frame-in-sequence",
+        "The stream ends inside the second frame of a sequence: the error is at that frame, not at the sequence's first.",
+        &["RECV-9", "RECV-6", "ERR-5"],
+        Some("RECV-9"),
+        [first, second[..hlen + 1].to_vec()].concat(),
+    );
     c.add(
         s,
         "partial-envelope-header",
@@ -466,6 +476,11 @@ fn invalid(c: &mut Cases, s: FrameSettings) {
     );
     let large = result(3, 1001);
     c.add_with(s, "envelope-over-limit", "A 1001-byte envelope body to a receiver whose limit is 1000, in a sequence: refused from its header.", &["RECV-12"], Some("RECV-12"), sequence(s, &cut(&large, &[9])), 1000, false);
+    // The envelope header split after 5 bytes, so its length arrives with the second frame:
+    // the error is at that frame (ERR-5), and the first frame was reported before it.
+    let split_length = |envelope: &[u8]| sequence(s, &cut(envelope, &[5]));
+    c.add_with(s, "envelope-length-negative-in-later-frame", "A sequence whose envelope header spans two frames and whose body length, in the second, is negative.", &["ENV-3", "ERR-5", "RECV-6"], Some("ENV-3"), split_length(&[&negative[..], &[0; 16]].concat()), DEFAULT_MAX_BODY, true);
+    c.add_with(s, "envelope-over-limit-in-later-frame", "A sequence whose envelope header spans two frames and whose body length, in the second, exceeds the receiver's limit of 1000.", &["RECV-12", "ERR-5", "RECV-6"], Some("RECV-12"), split_length(&large[..200]), 1000, true);
 
     let flipped = raw_frame(s, &ready, true, |h, trailer| {
         let wrong = !h.checksum_bit;
@@ -529,15 +544,13 @@ fn lz4_only(c: &mut Cases) {
         literal_only.extend_from_slice(&envelope);
         c.add_with(s, "foreign-literal-only-block", "A block of literals only, as some compressors emit for short input: decodes, though our encoder would store it.", &["LZ4-1", "LZ4-4"], None, with_block(&literal_only, envelope.len() as u32), DEFAULT_MAX_BODY, true);
         // Overlapping match: 10 literals (envelope header and one 'z'), then a match at offset 1
-        // of 19 + 255 + 20 = 294 bytes (run-length), then the 5 closing literals LZ4 requires.
+        // of 294 bytes (run-length, extended length bytes), then the 5 closing literals.
         let body_len = 300;
-        let header = &envelope_bytes(0x85, 0, 3, Opcode::Result, &vec![b'z'; body_len])[..9];
-        let mut rle = vec![0xAF];
-        rle.extend_from_slice(header);
-        rle.push(b'z');
-        rle.extend_from_slice(&1u16.to_le_bytes());
-        rle.extend_from_slice(&[255, 20, 0x50]);
-        rle.extend_from_slice(b"zzzzz");
+        let rle = rle_block(
+            &envelope_bytes(0x85, 0, 3, Opcode::Result, &vec![b'z'; body_len]),
+            10,
+            294,
+        );
         c.add_with(
             s,
             "foreign-overlapping-match",
@@ -548,6 +561,17 @@ fn lz4_only(c: &mut Cases) {
             DEFAULT_MAX_BODY,
             true,
         );
+        // LZ4's end-of-block rules on a 29-byte envelope whose body is 20 'z's: the last match
+        // may start at byte 17 at the latest (12 before the end) and end at byte 24 (5 before).
+        let zs = envelope_bytes(0x85, 0, 4, Opcode::Result, &[b'z'; 20]);
+        c.add_with(s, "block-end-of-block-limits", "A block whose last match starts exactly 12 bytes and ends exactly 5 bytes before the end of the content: the limits of LZ4's end-of-block rules, accepted.", &["LZ4-1", "LZ4-4", "LZ4-5", "LZ4-6"], None, with_block(&rle_block(&zs, 17, 7), 29), DEFAULT_MAX_BODY, true);
+        for (name, description, start, length) in [
+            ("block-last-match-too-late", "A block that decodes to the declared length but whose last match starts 11 bytes before the end (LZ4 asks for 12).", 18, 4),
+            ("block-last-literals-too-few", "A block that decodes to the declared length but ends with 4 literals after its last match (LZ4 asks for 5).", 17, 8),
+        ] {
+            let block = rle_block(&zs, start, length);
+            c.add(s, name, description, &["LZ4-6", "LZ4-5", "LZ4-4"], Some("LZ4-6"), with_block(&block, 29));
+        }
         c.add(
             s,
             "block-malformed",
@@ -576,6 +600,33 @@ fn lz4_only(c: &mut Cases) {
             with_block(&literal_only, envelope.len() as u32 - 1),
         );
     }
+}
+
+/// A block made by hand: `content[..start]` as literals, a run-length match (offset 1) of
+/// `length` bytes, the rest as literals; `content[start - 1..start + length]` repeats one byte.
+fn rle_block(content: &[u8], start: usize, length: usize) -> Vec<u8> {
+    // A length as its token nibble and the bytes that extend it (15, then 255s, then the rest).
+    fn split(n: usize) -> (u8, Vec<u8>) {
+        if n < 15 {
+            return (n as u8, Vec::new());
+        }
+        let mut more = vec![0xFF; (n - 15) / 255];
+        more.push(((n - 15) % 255) as u8);
+        (15, more)
+    }
+    let tail = &content[start + length..];
+    let (literals, literals_more) = split(start);
+    let (matched, matched_more) = split(length - 4);
+    let (last, last_more) = split(tail.len());
+    let mut block = vec![literals << 4 | matched];
+    block.extend(literals_more);
+    block.extend_from_slice(&content[..start]);
+    block.extend_from_slice(&1u16.to_le_bytes());
+    block.extend(matched_more);
+    block.push(last << 4);
+    block.extend(last_more);
+    block.extend_from_slice(tail);
+    block
 }
 
 /// Frames whose trailer was computed with another algorithm than the one negotiated.
