@@ -186,7 +186,9 @@ def main() -> int:
         if not case["valid"]:
             for k in ("server_receives", "client_receives"):
                 rules = [o["error"]["rule"] for o in outcomes(case, k) if o["error"]]
-                if rules:
+                # a stream that ends inside a unit (RECV-9) is not visible in a capture: TCP
+                # reassembly waits for the rest
+                if rules and "RECV-9" not in rules:
                     r.append((any(names(messages, rule) for rule in rules),
                               f"{cid}: no expert info names {' or '.join(rules)}"))
         else:

@@ -324,13 +324,29 @@ fn framing_on_the_wrong_side_of_the_switch() {
     assert_eq!(refused(&mut client, &back), "RECV-1");
 }
 
-// RECV-9: the stream ending inside an unframed envelope is reported.
+// RECV-9: the stream ending inside an unframed envelope is reported, at that envelope's first
+// byte; ENV-3: so is an unframed envelope with a negative body length, as soon as its header is in.
 #[test]
 fn truncated_handshake() {
-    let mut srv = server();
+    let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
     let s = startup(5, 0, &[CQL]);
-    receive(&mut srv, &s[..s.len() - 1], &mut Seen::default()).unwrap();
-    assert_eq!(srv.finish().unwrap_err().rule(), "RECV-9");
+    for cut in [4, 9, s.len() - 1] {
+        let mut srv = server();
+        let input = [options.as_slice(), &s[..cut]].concat();
+        receive(&mut srv, &input, &mut Seen::default()).unwrap();
+        let error = srv.finish().unwrap_err();
+        assert_eq!((error.rule(), error.offset), ("RECV-9", 9), "cut at {cut}");
+    }
+    let mut negative = s.clone();
+    negative[5..9].copy_from_slice(&(-1i32).to_be_bytes());
+    let mut srv = server();
+    let error = receive(
+        &mut srv,
+        &[options.as_slice(), &negative[..9]].concat(),
+        &mut Seen::default(),
+    )
+    .unwrap_err();
+    assert_eq!((error.rule(), error.offset), ("ENV-3", 9));
 }
 
 /// The client's STARTUP with `options` received by the server; returns the server's READY

@@ -591,6 +591,18 @@ fn violations() -> Vec<Case> {
     let old_server = [ready.clone(), framed(FrameSettings::default(), &event)].concat();
     let crc32c_startup = startup(&[("CQL_VERSION", "3.0.0"), ("FRAME_CHECKSUM", "crc32c")]);
     let n = good_startup.len();
+    let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
+    let supported_answer = envelope_bytes(
+        0x85,
+        0,
+        0,
+        Opcode::Supported,
+        &supported(&ServerOptions::default()),
+    );
+    let mut negative = envelope_bytes(5, 0, 1, Opcode::Startup, &[]);
+    negative[5..9].copy_from_slice(&(-2i32).to_be_bytes());
+    let negative_length = [options.as_slice(), &negative].concat();
+    let truncated = [options.as_slice(), &good_startup[..good_startup.len() - 4]].concat();
     vec![
         case("framed-startup", "The client frames its STARTUP: the server finds no envelope.", &["LIFE-1", "LIFE-3"], Some("LIFE-3"),
             plain(framed_startup.clone(), Vec::new(), None, None, framed_startup.len())),
@@ -601,6 +613,10 @@ fn violations() -> Vec<Case> {
         case("crc32c-asked-of-old-server", "The client asks for CRC32C though SUPPORTED did not list it; the old server ignores the key and frames with CRC32: the client rejects the first frame.", &["NEG-4", "RECV-3", "FMT-13"], Some("RECV-3"),
             Session { server_options: ServerOptions { checksums: None, ..ServerOptions::default() },
                 ..plain(crc32c_startup.clone(), old_server, Some(crc32c_startup.len()), Some(ready.len()), crc32c_startup.len()) }),
+        case("unframed-negative-length", "Before the switch the client sends OPTIONS, then an envelope header with body length -2: the server cannot find the next envelope and stops (ENV-3, at the envelope's first byte).", &["LIFE-1", "ENV-3"], Some("ENV-3"),
+            plain(negative_length.clone(), supported_answer.clone(), None, None, negative_length.len())),
+        case("unframed-truncated", "Before the switch the client sends OPTIONS, then the stream ends inside a STARTUP: a truncation (RECV-9, at the STARTUP's first byte).", &["LIFE-1", "RECV-9"], Some("RECV-9"),
+            plain(truncated.clone(), supported_answer, None, None, truncated.len())),
         case("wrong-version-envelope", "After the switch the client sends a v4 QUERY inside a v5 frame, then a proper v5 QUERY: the server refuses the first on its own (a v5 ERROR on its stream) and answers the second; the connection goes on.", &["ENV-2"], None,
             wrong_version_envelope(&good_startup, &ready)),
     ]
