@@ -83,6 +83,11 @@ def broken_copies(manifest):
     broken("session envelope without framed", session,
            lambda c: c["expected"]["server_receives"]["envelopes"][0].pop("framed"))
     broken("session side missing switch", session, lambda c: c["expected"]["server_receives"].pop("switch"))
+    broken("session without server_receives_alternatives", session,
+           lambda c: c["expected"].pop("server_receives_alternatives"))
+    broken("server without protocol_versions", session, lambda c: c["server_options"].pop("protocol_versions"))
+    broken("protocol version not as SUPPORTED writes it", session,
+           lambda c: c["server_options"].__setitem__("protocol_versions", ["v5"]))
     return out
 
 

@@ -154,6 +154,18 @@ pub enum ConnectionEvent<'a> {
     },
 }
 
+/// What a server does with client bytes that arrive after STARTUP, before it has written the
+/// response (the client broke LIFE-6).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EarlyBytes {
+    /// Report LIFE-6 and stop, as LIFE-12 allows.
+    #[default]
+    Refuse,
+    /// Hold them, and decode them as frames once the response is written: unframed bytes
+    /// fail RECV-1 there.
+    AsFrames,
+}
+
 /// The STARTUP of this connection.
 #[derive(Clone, Debug)]
 struct Startup {
@@ -191,6 +203,12 @@ pub struct Connection {
     /// Bytes sent so far.
     sent: u64,
     advertised_checksums: Option<Vec<String>>,
+    /// Client: stream ids of the unframed requests sent and not yet answered (LIFE-13).
+    outstanding: Vec<i16>,
+    /// Server: what to do with bytes that follow STARTUP before its response.
+    early_bytes: EarlyBytes,
+    /// Stream offset from which received bytes are framed, once switched.
+    framed_from: Option<u64>,
     /// A received byte broke a rule: nothing more is decoded (RECV-11).
     failed: bool,
 }
@@ -209,6 +227,9 @@ impl Connection {
             encoder: None,
             sent: 0,
             advertised_checksums: None,
+            outstanding: Vec::new(),
+            early_bytes: EarlyBytes::default(),
+            framed_from: None,
             failed: false,
         }
     }
@@ -221,8 +242,21 @@ impl Connection {
         }
     }
 
+    /// A server that handles client bytes after STARTUP as `early` says (LIFE-12).
+    pub fn with_early_bytes(self, early: EarlyBytes) -> Self {
+        Connection {
+            early_bytes: early,
+            ..self
+        }
+    }
+
     pub fn role(&self) -> Role {
         self.role
+    }
+
+    /// The stream offset from which received bytes are framed, once the connection switched.
+    pub fn framed_from(&self) -> Option<u64> {
+        self.framed_from
     }
 
     /// The negotiation, once the connection is framed.
@@ -261,11 +295,17 @@ impl Connection {
     ) -> Result<(), FramingError> {
         let version = self.negotiated().map_or(0, |n| n.version);
         if let Some(decoder) = &mut self.decoder {
+            // Bytes a server held before its response (EarlyBytes::AsFrames) come first.
+            let held = std::mem::take(&mut self.unframed);
+            receive_framed(decoder, self.role, version, &held, on_event)?;
             return receive_framed(decoder, self.role, version, input, on_event);
         }
         self.unframed.extend_from_slice(input);
         self.check_not_pipelined()?;
-        while let Some(total) = self.whole_unframed_envelope()? {
+        while !self.holds_early_bytes() {
+            let Some(total) = self.whole_unframed_envelope()? else {
+                break;
+            };
             let bytes: Vec<u8> = self.unframed.drain(..total).collect();
             let offset = self.received;
             self.received += total as u64;
@@ -279,6 +319,7 @@ impl Connection {
                 on_event(ConnectionEvent::Rejected { envelope, error })?;
                 continue;
             }
+            self.pair_response(&envelope.header, offset)?;
             on_event(ConnectionEvent::Unframed { offset, envelope })?;
             self.after_unframed_received(&envelope);
             if let Some(negotiated) = self.negotiated() {
@@ -295,9 +336,11 @@ impl Connection {
     }
 
     /// Declares the end of the received stream (RECV-9). After an error, already reported,
-    /// there is nothing more to say.
+    /// there is nothing more to say. A server that held bytes before its response decodes them
+    /// at its next [`Connection::receive`], which may be given no input.
     pub fn finish(&mut self) -> Result<(), FramingError> {
-        if self.failed {
+        // Bytes held for a response never written are never judged.
+        if self.failed || self.holds_early_bytes() {
             return Ok(());
         }
         match &mut self.decoder {
@@ -364,9 +407,14 @@ impl Connection {
     }
 
     /// Server: the ERROR (PROTOCOL_ERROR) that answers an envelope refused on its own
-    /// ([`ConnectionEvent::Rejected`]): on its stream, in its version, framed after the switch.
+    /// ([`ConnectionEvent::Rejected`]), on its stream. After the switch it is framed and in the
+    /// connection's version, which the client accepts (ENV-2) whatever the refused envelope
+    /// carried, as Apache Cassandra answers; before it, in the refused envelope's version.
     pub fn reject_response(&mut self, refused: &EnvelopeHeader, error: &FramingError) -> Vec<u8> {
-        self.protocol_error(refused.protocol_version(), refused.stream, error)
+        let version = self
+            .negotiated()
+            .map_or(refused.protocol_version(), |n| n.version);
+        self.protocol_error(version, refused.stream, error)
     }
 
     fn protocol_error(&mut self, version: u8, stream: i16, error: &FramingError) -> Vec<u8> {
@@ -391,9 +439,17 @@ impl Connection {
         out
     }
 
+    /// Server: whether bytes after STARTUP wait, unparsed, for the switch (EarlyBytes::AsFrames).
+    fn holds_early_bytes(&self) -> bool {
+        self.role == Role::Server
+            && self.early_bytes == EarlyBytes::AsFrames
+            && matches!(self.phase, Phase::AwaitingResponse(_))
+    }
+
     /// Server: nothing may arrive between STARTUP and the response to it (LIFE-6).
     fn check_not_pipelined(&self) -> Result<(), FramingError> {
         if self.role != Role::Server
+            || self.early_bytes != EarlyBytes::Refuse
             || !matches!(self.phase, Phase::AwaitingResponse(_))
             || self.unframed.is_empty()
         {
@@ -443,6 +499,40 @@ impl Connection {
         }
         (h.protocol_version() == BETA_VERSION && h.flags & FLAG_USE_BETA == 0)
             .then_some(ErrorKind::MissingBetaFlag)
+    }
+
+    /// Client: pairs an unframed response with its request by stream id (LIFE-13). Checked while
+    /// STARTUP is outstanding, where taking one answer for another would decide the switch
+    /// wrongly; an ERROR in another version refuses the version on any stream (LIFE-11).
+    fn pair_response(&mut self, h: &EnvelopeHeader, offset: u64) -> Result<(), FramingError> {
+        if self.role != Role::Client {
+            return Ok(());
+        }
+        let answered = self.outstanding.iter().position(|&s| s == h.stream);
+        if let Some(i) = answered {
+            self.outstanding.remove(i);
+        }
+        let Phase::AwaitingResponse(startup) = &self.phase else {
+            return Ok(());
+        };
+        let op = Opcode::from_u8(h.opcode);
+        let refusal = op == Some(Opcode::Error) && h.version != startup.version | RESPONSE_BIT;
+        let startup_answer = h.stream == startup.stream
+            && matches!(
+                op,
+                Some(Opcode::Ready | Opcode::Authenticate | Opcode::Error)
+            );
+        let options_answer = answered.is_some() && h.stream != startup.stream;
+        if refusal || startup_answer || options_answer {
+            return Ok(());
+        }
+        Err(FramingError::new(
+            ErrorKind::UnpairedResponse {
+                stream: h.stream,
+                opcode: h.opcode,
+            },
+            offset,
+        ))
     }
 
     /// Server: a STARTUP starts the wait for its response. Client: SUPPORTED is remembered; an
@@ -496,9 +586,13 @@ impl Connection {
         Ok(())
     }
 
-    /// Client: sending STARTUP starts the wait. Server: sending the STARTUP response switches.
+    /// Client: sending STARTUP starts the wait; every request of the handshake awaits its
+    /// answer. Server: sending the STARTUP response switches.
     fn after_unframed_sent(&mut self, envelope: &Envelope<'_>) {
         let h = envelope.header;
+        if self.role == Role::Client && matches!(self.phase, Phase::Handshake) {
+            self.outstanding.push(h.stream);
+        }
         match (self.role, &self.phase, Opcode::from_u8(h.opcode)) {
             (Role::Client, Phase::Handshake, Some(Opcode::Startup)) => {
                 self.phase = self.startup_phase(envelope)
@@ -538,6 +632,7 @@ impl Connection {
 
     fn switch(&mut self, negotiated: Negotiated) {
         self.phase = Phase::Framed(negotiated);
+        self.framed_from = Some(self.received);
         self.encoder = Some(FrameEncoder::new(negotiated.settings, self.policy));
         self.decoder = Some(Decoder::starting_at(
             negotiated.settings,

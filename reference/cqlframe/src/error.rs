@@ -95,6 +95,8 @@ pub enum ErrorKind {
     },
     #[error("client sent bytes after STARTUP before the STARTUP response")]
     SentBeforeStartupResponse,
+    #[error("before the switch the server sent opcode {opcode:#04x} on stream {stream}, which answers no outstanding request")]
+    UnpairedResponse { stream: i16, opcode: u8 },
     #[error("unsupported COMPRESSION {value:?}")]
     UnsupportedCompression { value: String },
     #[error("STARTUP carries the option {key:?} more than once")]
@@ -133,6 +135,7 @@ impl ErrorKind {
                 ..
             } => "LIFE-4",
             ErrorKind::SentBeforeStartupResponse => "LIFE-6",
+            ErrorKind::UnpairedResponse { .. } => "LIFE-13",
             ErrorKind::UnsupportedCompression { .. } => "NEG-2",
             ErrorKind::UnsupportedChecksum { .. } => "NEG-6",
             ErrorKind::RepeatedOption { .. } => "NEG-9",
@@ -160,6 +163,7 @@ impl ErrorKind {
             ErrorKind::MissingBetaFlag => "missing_beta_flag",
             ErrorKind::NotAnEnvelope { .. } => "not_an_envelope",
             ErrorKind::SentBeforeStartupResponse => "sent_before_startup_response",
+            ErrorKind::UnpairedResponse { .. } => "unpaired_response",
             ErrorKind::UnsupportedCompression { .. } => "unsupported_compression",
             ErrorKind::RepeatedOption { .. } => "repeated_option",
             ErrorKind::UnsupportedChecksum { .. } => "unsupported_checksum",

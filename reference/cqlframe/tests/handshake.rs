@@ -5,7 +5,7 @@ use cqlframe::body;
 use cqlframe::checksum::PayloadChecksum;
 use cqlframe::connection::{Connection, ConnectionEvent, Negotiated, Role, ServerOptions};
 use cqlframe::encoder::SplitPolicy;
-use cqlframe::envelope::{envelope_bytes, Opcode, FLAG_USE_BETA};
+use cqlframe::envelope::{envelope_bytes, EnvelopeHeader, Opcode, FLAG_USE_BETA};
 use cqlframe::{ErrorKind, Format, FrameSettings, FramingError};
 
 const MAX: u32 = 1 << 24;
@@ -324,13 +324,29 @@ fn framing_on_the_wrong_side_of_the_switch() {
     assert_eq!(refused(&mut client, &back), "RECV-1");
 }
 
-// RECV-9: the stream ending inside an unframed envelope is reported.
+// RECV-9: the stream ending inside an unframed envelope is reported, at that envelope's first
+// byte; ENV-3: so is an unframed envelope with a negative body length, as soon as its header is in.
 #[test]
 fn truncated_handshake() {
-    let mut srv = server();
+    let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
     let s = startup(5, 0, &[CQL]);
-    receive(&mut srv, &s[..s.len() - 1], &mut Seen::default()).unwrap();
-    assert_eq!(srv.finish().unwrap_err().rule(), "RECV-9");
+    for cut in [4, 9, s.len() - 1] {
+        let mut srv = server();
+        let input = [options.as_slice(), &s[..cut]].concat();
+        receive(&mut srv, &input, &mut Seen::default()).unwrap();
+        let error = srv.finish().unwrap_err();
+        assert_eq!((error.rule(), error.offset), ("RECV-9", 9), "cut at {cut}");
+    }
+    let mut negative = s.clone();
+    negative[5..9].copy_from_slice(&(-1i32).to_be_bytes());
+    let mut srv = server();
+    let error = receive(
+        &mut srv,
+        &[options.as_slice(), &negative[..9]].concat(),
+        &mut Seen::default(),
+    )
+    .unwrap_err();
+    assert_eq!((error.rule(), error.offset), ("ENV-3", 9));
 }
 
 /// The client's STARTUP with `options` received by the server; returns the server's READY
@@ -372,19 +388,40 @@ fn receive_framed(conn: &mut Connection, envelopes: &[Vec<u8>]) -> Seen {
 }
 
 // ENV-2: a framed envelope of another version or the wrong direction is refused on its own;
-// the connection goes on.
+// the connection goes on. The server's ERROR is in the connection's version, on the refused
+// envelope's stream, so the client takes it.
 #[test]
 fn framed_envelope_version_is_checked() {
-    let (_, mut srv) = framed_pair();
+    let (mut client, mut srv) = framed_pair();
+    let v4_query = envelope_bytes(4, 0, 2, Opcode::Query, b"q");
     let seen = receive_framed(
         &mut srv,
         &[
-            envelope_bytes(4, 0, 2, Opcode::Query, b"q"),
+            v4_query.clone(),
             envelope_bytes(5, 0, 3, Opcode::Query, b"q"),
         ],
     );
     assert_eq!(seen.rejected, vec!["ENV-2"]);
     assert_eq!(seen.envelopes, vec![(true, Opcode::Query as u8, 1)]);
+    let refused = EnvelopeHeader::parse(v4_query[..9].try_into().unwrap());
+    let error = cqlframe::FramingError::new(
+        ErrorKind::UnexpectedVersion {
+            found: 4,
+            expected: 5,
+        },
+        0,
+    );
+    let answer = srv.reject_response(&refused, &error);
+    let mut answered = Vec::new();
+    client
+        .receive(&answer, &mut |event| {
+            if let ConnectionEvent::Envelope(e) = event {
+                answered.push((e.header.version, e.header.stream, e.header.opcode));
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(answered, vec![(0x85, 2, Opcode::Error as u8)]);
     let (mut client, _) = framed_pair();
     let seen = receive_framed(
         &mut client,
@@ -531,4 +568,66 @@ fn version_probes_are_refused_not_errors() {
         ),
         "LIFE-4"
     );
+}
+
+// LIFE-3, LIFE-13: two OPTIONS and STARTUP sent without waiting. The answers pair with the
+// requests by stream id, in any order; an ERROR answering an OPTIONS switches nothing; only the
+// response on the STARTUP's stream switches; an envelope that answers no outstanding request
+// is the server's violation.
+#[test]
+fn handshake_answers_pair_by_stream_id() {
+    let request = |stream, opcode, body: &[u8]| envelope_bytes(5, 0, stream, opcode, body);
+    let answer = |stream, opcode, body: &[u8]| envelope_bytes(0x85, 0, stream, opcode, body);
+    let pipelined = |c: &mut Connection| {
+        let mut wire = Vec::new();
+        for (stream, opcode) in [(0, Opcode::Options), (1, Opcode::Options)] {
+            send(c, &mut wire, &request(stream, opcode, &[]));
+        }
+        send(
+            c,
+            &mut wire,
+            &request(2, Opcode::Startup, &body::string_map(&[CQL])),
+        );
+    };
+    let supported = body::string_multimap(&[("COMPRESSION", vec!["lz4"])]);
+    let options_failed = body::error(body::PROTOCOL_ERROR, "no");
+
+    let mut c = client();
+    pipelined(&mut c);
+    let mut seen = Seen::default();
+    receive(
+        &mut c,
+        &answer(1, Opcode::Error, &options_failed),
+        &mut seen,
+    )
+    .unwrap();
+    receive(&mut c, &answer(0, Opcode::Supported, &supported), &mut seen).unwrap();
+    assert_eq!(c.negotiated(), None);
+    receive(&mut c, &answer(2, Opcode::Ready, &[]), &mut seen).unwrap();
+    assert_eq!(c.negotiated().map(|n| n.version), Some(5));
+
+    for stray in [
+        answer(2, Opcode::Supported, &supported),
+        answer(7, Opcode::Ready, &[]),
+        answer(-1, Opcode::Event, &[]),
+    ] {
+        let mut c = client();
+        pipelined(&mut c);
+        assert_eq!(refused(&mut c, &stray), "LIFE-13");
+    }
+    // A second answer to an OPTIONS already answered.
+    let mut c = client();
+    pipelined(&mut c);
+    let twice = [
+        answer(0, Opcode::Supported, &supported),
+        answer(0, Opcode::Supported, &supported),
+    ]
+    .concat();
+    assert_eq!(refused(&mut c, &twice), "LIFE-13");
+    // The refusal of the version comes on any stream (LIFE-11).
+    let mut c = client();
+    pipelined(&mut c);
+    let refusal = envelope_bytes(0x84, 0, 9, Opcode::Error, &options_failed);
+    receive(&mut c, &refusal, &mut Seen::default()).unwrap();
+    assert_eq!(c.negotiated(), None);
 }

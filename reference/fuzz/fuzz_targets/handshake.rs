@@ -8,7 +8,9 @@
 //!         bits 4-5: version: 5, 6 with USE_BETA, 4, 6 without USE_BETA
 //!         bits 6-7: the STARTUP response: READY, AUTHENTICATE, ERROR, READY
 //! byte 1  server options: bit 0 no lz4; bits 1-2 checksums: both, none (pre-FRAME_CHECKSUM),
-//!         crc32 only, crc32c only; bits 3-5 max envelope body (cqlframe_fuzz::MAX_BODY)
+//!         crc32 only, crc32c only; bits 3-5 max envelope body (cqlframe_fuzz::MAX_BODY);
+//!         bit 6: the server holds bytes received after STARTUP and decodes them as frames after
+//!         its response (EarlyBytes::AsFrames) instead of refusing them (LIFE-12)
 //! byte 2+ chunk spec (cqlframe_fuzz::ChunkSpec), then the peer's bytes
 //! ```
 //! The prefix: for a server, the client's OPTIONS and STARTUP (received, then answered); for a
@@ -21,7 +23,9 @@
 
 use cqlframe::body;
 use cqlframe::checksum::PayloadChecksum;
-use cqlframe::connection::{Connection, ConnectionEvent, Negotiated, Role, ServerOptions};
+use cqlframe::connection::{
+    Connection, ConnectionEvent, EarlyBytes, Negotiated, Role, ServerOptions,
+};
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::encoder::SplitPolicy;
 use cqlframe::envelope::{envelope_bytes, Opcode, FLAG_USE_BETA, RESPONSE_BIT};
@@ -87,7 +91,10 @@ impl Driver {
                 ConnectionEvent::Envelope(envelope) => echo.push(envelope.to_bytes()),
                 // Refused on its own (ENV-2, ENV-5): consumed, not delivered, not echoed.
                 ConnectionEvent::Rejected { envelope, error } => {
-                    assert!(matches!(error.rule(), "ENV-2" | "ENV-5"), "rejected for {error}");
+                    assert!(
+                        matches!(error.rule(), "ENV-2" | "ENV-5"),
+                        "rejected for {error}"
+                    );
                     if negotiated.is_none() {
                         *next_offset += envelope.to_bytes().len() as u64;
                     }
@@ -249,7 +256,14 @@ fuzz_target!(|data: &[u8]| {
     let max_body = MAX_BODY[usize::from(b1 >> 3 & 7)].max(1024);
     let policy = SplitPolicy::with_capacity(64).expect("valid capacity");
     let conn = match role {
-        Role::Server => Connection::server(server_options, max_body, policy),
+        Role::Server => {
+            let early = if b1 & 0x40 == 0 {
+                EarlyBytes::Refuse
+            } else {
+                EarlyBytes::AsFrames
+            };
+            Connection::server(server_options, max_body, policy).with_early_bytes(early)
+        }
         Role::Client => Connection::new(Role::Client, max_body, policy),
     };
     let mut d = Driver {

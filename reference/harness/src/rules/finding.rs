@@ -126,6 +126,7 @@ pub fn sender_rule(kind: &ErrorKind) -> &'static str {
         | ErrorKind::MissingBetaFlag
         | ErrorKind::NotAnEnvelope { .. }
         | ErrorKind::SentBeforeStartupResponse
+        | ErrorKind::UnpairedResponse { .. }
         | ErrorKind::UnsupportedCompression { .. }
         | ErrorKind::RepeatedOption { .. }
         | ErrorKind::AfterError => kind.rule(),

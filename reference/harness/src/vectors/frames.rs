@@ -1,7 +1,7 @@
 //! Frame-level cases: streams for a receiver that is already framing. Each case is built for
 //! every format and payload checksum where its point applies to all of them.
 
-use super::{Case, Direction, Input, DEFAULT_MAX_BODY};
+use super::{Case, Direction, Group, Input, DEFAULT_MAX_BODY};
 use cqlframe::checksum::{bitwise, PayloadChecksum};
 use cqlframe::encoder::{write_raw, FrameEncoder, SplitPolicy};
 use cqlframe::envelope::{envelope_bytes, Opcode};
@@ -119,7 +119,8 @@ fn tag(s: FrameSettings) -> String {
     format!("{}.{}", s.format.name(), s.checksum.name())
 }
 
-struct Cases(Vec<Case>);
+/// The cases built so far, and the group the next ones belong to.
+struct Cases(Vec<Case>, Group);
 
 impl Cases {
     fn add(
@@ -157,6 +158,7 @@ impl Cases {
     ) {
         self.0.push(Case {
             id: format!("{}.{name}", tag(s)),
+            group: self.1,
             description: description.to_string(),
             rules: rules.to_vec(),
             breaks,
@@ -172,12 +174,16 @@ impl Cases {
 }
 
 pub fn cases() -> Vec<Case> {
-    let mut c = Cases(Vec::new());
+    let mut c = Cases(Vec::new(), Group::Boundaries);
     for s in ALL_SETTINGS {
+        c.1 = Group::Boundaries;
         valid(&mut c, s);
+        c.1 = Group::Negatives;
         invalid(&mut c, s);
     }
+    c.1 = Group::Lz4;
     lz4_only(&mut c);
+    c.1 = Group::ChecksumConfusion;
     checksum_confusion(&mut c);
     c.0
 }
@@ -253,6 +259,7 @@ fn valid(c: &mut Cases, s: FrameSettings) {
         frame(s, &two, true),
     );
 
+    c.1 = Group::Sequences;
     let big = result(3, 300_000);
     for (policy, name, description) in [
         (
@@ -306,6 +313,7 @@ fn valid(c: &mut Cases, s: FrameSettings) {
         None,
         mixed,
     );
+    c.1 = Group::Boundaries;
     let rsv_bits: u8 = if s.format == Format::Lz4 { 0xF } else { 0x1F };
     let reserved = raw_frame(s, &ready, true, |h, _| {
         h.reserved = rsv_bits;

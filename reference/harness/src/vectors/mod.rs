@@ -4,6 +4,7 @@
 //! one `vectors/pcap/<id>.pcap` capture per session case.
 
 mod captures;
+mod counts;
 mod cql;
 mod examples;
 mod frames;
@@ -30,10 +31,44 @@ pub enum Direction {
     ServerToClient,
 }
 
+/// What a case is about; `vectors/README.md` tabulates the cases by group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    Boundaries,
+    Sequences,
+    Lz4,
+    Negatives,
+    ChecksumConfusion,
+    Sessions,
+}
+
+impl Group {
+    pub const ALL: [Group; 6] = [
+        Group::Boundaries,
+        Group::Sequences,
+        Group::Lz4,
+        Group::Negatives,
+        Group::ChecksumConfusion,
+        Group::Sessions,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Group::Boundaries => "valid field boundaries",
+            Group::Sequences => "sequences",
+            Group::Lz4 => "LZ4",
+            Group::Negatives => "negatives",
+            Group::ChecksumConfusion => "checksum confusion",
+            Group::Sessions => "sessions",
+        }
+    }
+}
+
 /// One golden case.
 pub struct Case {
     /// Stable ID: never reused for different bytes or meaning.
     pub id: String,
+    pub group: Group,
     pub description: String,
     /// Spec rules the case exercises.
     pub rules: Vec<&'static str>,
@@ -63,8 +98,9 @@ pub fn cases() -> Vec<Case> {
     all
 }
 
-/// Every file a generation writes, by path relative to the repository root.
-pub fn generate() -> Result<BTreeMap<PathBuf, Vec<u8>>, String> {
+/// Every file a generation writes, by path relative to the repository root. The documents that
+/// state counts of the vectors are read from `root` and their generated spans filled in.
+pub fn generate(root: &Path) -> Result<BTreeMap<PathBuf, Vec<u8>>, String> {
     let cases = cases();
     let mut files = BTreeMap::new();
     let mut entries = Vec::new();
@@ -90,12 +126,17 @@ pub fn generate() -> Result<BTreeMap<PathBuf, Vec<u8>>, String> {
         PathBuf::from("spec/generated/examples.adoc"),
         examples::render(&cases)?.into_bytes(),
     );
+    for doc in counts::DOCS {
+        let text = std::fs::read_to_string(root.join(doc)).map_err(|e| format!("{doc}: {e}"))?;
+        let filled = counts::fill(&text, &cases).map_err(|e| format!("{doc}: {e}"))?;
+        files.insert(PathBuf::from(doc), filled.into_bytes());
+    }
     Ok(files)
 }
 
 /// Writes a generation under `root`, replacing the previous case files and captures.
 pub fn write(root: &Path) -> Result<usize, String> {
-    let files = generate()?;
+    let files = generate(root)?;
     for dir in ["vectors/cases", captures::DIR] {
         let dir = root.join(dir);
         if dir.exists() {
@@ -115,7 +156,7 @@ pub fn write(root: &Path) -> Result<usize, String> {
 /// Checks the files under `root` equal a fresh generation, and that every case decodes to its
 /// expected result under every chunking. Returns the number of cases checked, or the problems.
 pub fn verify(root: &Path) -> Result<usize, Vec<String>> {
-    let files = generate().map_err(|e| vec![e])?;
+    let files = generate(root).map_err(|e| vec![e])?;
     let mut problems = Vec::new();
     for (path, bytes) in &files {
         match std::fs::read(root.join(path)) {

@@ -2,10 +2,12 @@
 //! and the handshake violations. Valid sessions are produced by a reference client and server
 //! talking; invalid ones are edited by hand where a conforming sender would refuse.
 
-use super::{cql, json, Case, Input};
+use super::{cql, json, Case, Group, Input};
 use crate::transcript::{EnvelopeRecord, FrameRecord};
 use cqlframe::body;
-use cqlframe::connection::{Connection, ConnectionEvent, Negotiated, Role, ServerOptions};
+use cqlframe::connection::{
+    Connection, ConnectionEvent, EarlyBytes, Negotiated, Role, ServerOptions,
+};
 use cqlframe::encoder::{FrameEncoder, SplitPolicy};
 use cqlframe::envelope::{
     envelope_bytes, split_envelopes, Opcode, FLAG_COMPRESSION, FLAG_USE_BETA,
@@ -16,6 +18,12 @@ use serde_json::{json, Value};
 
 /// Envelope body limit of both ends in session cases.
 const MAX_BODY: u32 = super::DEFAULT_MAX_BODY;
+
+/// The protocol versions a current server supports, as SUPPORTED's `PROTOCOL_VERSIONS` lists
+/// them (Apache Cassandra 5.0).
+const CURRENT_VERSIONS: &[&str] = &["3/v3", "4/v4", "5/v5", "6/v6-beta"];
+/// Those of a server that predates v5 (Apache Cassandra 3.x).
+const PRE_V5_VERSIONS: &[&str] = &["3/v3", "4/v4"];
 
 /// Both streams of a connection and where each switches to framing.
 pub struct Session {
@@ -28,6 +36,8 @@ pub struct Session {
     /// Client bytes the server has received when it sends its STARTUP response.
     pub server_responds_after: usize,
     pub server_options: ServerOptions,
+    /// The protocol versions the server supports, as its SUPPORTED lists them.
+    pub server_versions: &'static [&'static str],
 }
 
 impl Session {
@@ -35,12 +45,25 @@ impl Session {
         json!({
             "lz4": self.server_options.lz4,
             "frame_checksums": self.server_options.checksums.as_ref().map(|c| c.iter().map(|c| c.name()).collect::<Vec<_>>()),
+            "protocol_versions": self.server_versions,
         })
     }
 
-    /// Replays both directions through a reference client and server: what each receives.
+    /// Replays both directions through a reference client and server: what each receives. A
+    /// server may also conform by another outcome (LIFE-12 lets it parse bytes sent too early
+    /// as frames instead of refusing them): those that differ are listed as alternatives.
     pub fn replay(&self, chunking: Option<&[usize]>) -> Value {
-        json!({ "client_receives": self.client_side(chunking), "server_receives": self.server_side(chunking) })
+        let server = self.server_side(chunking, EarlyBytes::Refuse);
+        let alternatives: Vec<Value> = [EarlyBytes::AsFrames]
+            .into_iter()
+            .map(|early| self.server_side(chunking, early))
+            .filter(|alt| *alt != server)
+            .collect();
+        json!({
+            "client_receives": self.client_side(chunking),
+            "server_receives": server,
+            "server_receives_alternatives": alternatives,
+        })
     }
 
     fn client_side(&self, chunking: Option<&[usize]>) -> Value {
@@ -54,9 +77,10 @@ impl Session {
         side.json()
     }
 
-    fn server_side(&self, chunking: Option<&[usize]>) -> Value {
+    fn server_side(&self, chunking: Option<&[usize]>, early: EarlyBytes) -> Value {
         let mut server =
-            Connection::server(self.server_options.clone(), MAX_BODY, SplitPolicy::SERVER);
+            Connection::server(self.server_options.clone(), MAX_BODY, SplitPolicy::SERVER)
+                .with_early_bytes(early);
         let mut side = Side::default();
         let (before, after) = self.client.split_at(self.server_responds_after);
         side.feed(&mut server, before, chunking);
@@ -65,8 +89,8 @@ impl Session {
             if let Ok(envelopes) = split_envelopes(response) {
                 let _ = server.send(&envelopes, &mut Vec::new());
             }
-            if let Some(negotiated) = server.negotiated() {
-                side.switched(self.server_responds_after as u64, negotiated);
+            if let (Some(negotiated), Some(offset)) = (server.negotiated(), server.framed_from()) {
+                side.switched(offset, negotiated);
             }
             side.feed(&mut server, after, chunking);
         }
@@ -84,8 +108,14 @@ struct Side {
 }
 
 impl Side {
+    /// Feeds `bytes` to `conn`, then declares the end of the stream. `conn` is called at least
+    /// once, so that a server decodes the bytes it held until its response.
     fn feed(&mut self, conn: &mut Connection, bytes: &[u8], chunking: Option<&[usize]>) {
-        for chunk in json::chunks(bytes, chunking) {
+        let mut chunks = json::chunks(bytes, chunking);
+        if chunks.is_empty() {
+            chunks.push(&[]);
+        }
+        for chunk in chunks {
             let result = conn.receive(chunk, &mut |event| {
                 match event {
                     ConnectionEvent::Unframed { envelope, .. }
@@ -153,6 +183,8 @@ struct Script {
     server_switch: Option<usize>,
     server_responds_after: usize,
     options: ServerOptions,
+    /// The stream of the STARTUP that leads to framing, once sent.
+    startup_stream: Option<i16>,
 }
 
 impl Script {
@@ -168,18 +200,16 @@ impl Script {
             server_switch: None,
             server_responds_after: 0,
             options,
+            startup_stream: None,
         }
     }
 
     fn request(&mut self, stream: i16, opcode: Opcode, body: &[u8]) -> &mut Self {
-        self.requests(&[(stream, opcode, body.to_vec())]);
-        if opcode == Opcode::Startup && self.version >= 5 {
-            self.client_switch = Some(self.c2s.len());
-        }
-        self
+        self.requests(&[(stream, opcode, body.to_vec())])
     }
 
-    /// Several requests written together (packed into one frame once framed).
+    /// Several requests written together, without waiting for an answer (packed into one frame
+    /// once framed). A v5 STARTUP among them is the client's last unframed request.
     fn requests(&mut self, bodies: &[(i16, Opcode, Vec<u8>)]) -> &mut Self {
         let envelopes: Vec<Vec<u8>> = bodies
             .iter()
@@ -193,13 +223,19 @@ impl Script {
         self.server
             .receive(&self.c2s[start..], &mut |_| Ok(()))
             .expect("reference server accepts");
+        if let Some((stream, ..)) = bodies.iter().find(|(_, op, _)| *op == Opcode::Startup) {
+            if self.version >= 5 {
+                self.client_switch = Some(self.c2s.len());
+                self.startup_stream = Some(*stream);
+            }
+        }
         self
     }
 
     fn response(&mut self, stream: i16, opcode: Opcode, body: &[u8]) -> &mut Self {
         let e = envelope_bytes(self.version | 0x80, self.flags, stream, opcode, body);
         let startup_response =
-            self.server.negotiated().is_none() && self.client_switch.is_some() && stream == 1;
+            self.server.negotiated().is_none() && self.startup_stream == Some(stream);
         if startup_response {
             self.server_responds_after = self.c2s.len();
         }
@@ -227,6 +263,7 @@ impl Script {
             server_switch: self.server_switch,
             server_responds_after: self.server_responds_after,
             server_options: self.options.clone(),
+            server_versions: CURRENT_VERSIONS,
         }
     }
 }
@@ -244,9 +281,7 @@ fn supported(options: &ServerOptions) -> Vec<u8> {
         ),
         (
             "PROTOCOL_VERSIONS",
-            ["3/v3", "4/v4", "5/v5", "6/v6-beta"]
-                .map(String::from)
-                .to_vec(),
+            CURRENT_VERSIONS.iter().map(|v| v.to_string()).collect(),
         ),
     ];
     if let Some(list) = &options.checksums {
@@ -316,6 +351,7 @@ fn case(
 ) -> Case {
     Case {
         id: format!("session.{id}"),
+        group: Group::Sessions,
         description: description.into(),
         rules: rules.to_vec(),
         breaks,
@@ -412,6 +448,13 @@ pub fn cases() -> Vec<Case> {
         ),
     ];
     all.push(case(
+        "pipelined-options",
+        "Two OPTIONS and the STARTUP written together without waiting (LIFE-3): the answers pair with the requests by stream id, and only READY on the STARTUP's stream switches.",
+        &with(&["LIFE-13", "NEG-1", "LZ4-1"]),
+        None,
+        pipelined_options(),
+    ));
+    all.push(case(
         "lz4-compression-flag",
         "Protocol v5 with LZ4; after the switch the client sets the envelope COMPRESSION flag on its requests, as the Java driver 4.x does: a SHOULD NOT for the sender (ENV-4), ignored by the server, which reads the bodies as they are (ENV-6).",
         &with(&["NEG-1", "LZ4-1", "ENV-4", "ENV-6"]),
@@ -420,6 +463,29 @@ pub fn cases() -> Vec<Case> {
     ));
     all.extend(violations());
     all
+}
+
+/// OPTIONS on streams 0 and 1 and STARTUP on stream 2 in one write; the server answers each on
+/// its stream, then traffic as usual.
+fn pipelined_options() -> Session {
+    let options = ServerOptions::default();
+    let mut s = Script::new(5, 0, options.clone());
+    let startup = body::string_map(&[("CQL_VERSION", "3.0.0"), ("COMPRESSION", "lz4")]);
+    s.requests(&[
+        (0, Opcode::Options, Vec::new()),
+        (1, Opcode::Options, Vec::new()),
+        (2, Opcode::Startup, startup),
+    ]);
+    s.response(0, Opcode::Supported, &supported(&options))
+        .response(1, Opcode::Supported, &supported(&options))
+        .response(2, Opcode::Ready, &[]);
+    s.request(
+        3,
+        Opcode::Query,
+        &cql::query("SELECT k, v FROM ks.table", 5),
+    )
+    .response(3, Opcode::Result, &cql::rows(3, 100));
+    s.session()
 }
 
 /// The Java driver's LZ4 connection: READY, then requests carrying the envelope COMPRESSION
@@ -462,7 +528,10 @@ fn version_refused() -> Session {
         Opcode::Error,
         &body::error(
             body::PROTOCOL_ERROR,
-            "Invalid or unsupported protocol version (5); supported versions are (3/v3, 4/v4)",
+            &format!(
+                "Invalid or unsupported protocol version (5); supported versions are ({})",
+                PRE_V5_VERSIONS.join(", ")
+            ),
         ),
     );
     Session {
@@ -472,6 +541,7 @@ fn version_refused() -> Session {
         client: startup,
         server: refusal,
         server_options: ServerOptions::default(),
+        server_versions: PRE_V5_VERSIONS,
     }
 }
 
@@ -499,6 +569,7 @@ fn violations() -> Vec<Case> {
             server_switch,
             server_responds_after: responds_after,
             server_options: ServerOptions::default(),
+            server_versions: CURRENT_VERSIONS,
         };
     let framed = |settings: FrameSettings, envelope: &[u8]| {
         let mut out = Vec::new();
@@ -520,25 +591,76 @@ fn violations() -> Vec<Case> {
     let old_server = [ready.clone(), framed(FrameSettings::default(), &event)].concat();
     let crc32c_startup = startup(&[("CQL_VERSION", "3.0.0"), ("FRAME_CHECKSUM", "crc32c")]);
     let n = good_startup.len();
-    let mut wrong_version = good_startup.clone();
-    FrameEncoder::new(FrameSettings::default(), SplitPolicy::DRIVERS).write_envelopes(
-        [
-            envelope_bytes(4, 0, 2, Opcode::Query, &cql::query("SELECT 1", 4)).as_slice(),
-            envelope_bytes(5, 0, 3, Opcode::Query, &cql::query("SELECT 1", 5)).as_slice(),
-        ],
-        &mut wrong_version,
+    let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
+    let supported_answer = envelope_bytes(
+        0x85,
+        0,
+        0,
+        Opcode::Supported,
+        &supported(&ServerOptions::default()),
     );
+    let mut negative = envelope_bytes(5, 0, 1, Opcode::Startup, &[]);
+    negative[5..9].copy_from_slice(&(-2i32).to_be_bytes());
+    let negative_length = [options.as_slice(), &negative].concat();
+    let truncated = [options.as_slice(), &good_startup[..good_startup.len() - 4]].concat();
     vec![
         case("framed-startup", "The client frames its STARTUP: the server finds no envelope.", &["LIFE-1", "LIFE-3"], Some("LIFE-3"),
             plain(framed_startup.clone(), Vec::new(), None, None, framed_startup.len())),
         case("unframed-after-switch", "The server sends READY, then an unframed EVENT: the client's first frame header fails its CRC24.", &["LIFE-7", "LIFE-4", "RECV-1"], Some("RECV-1"),
             plain(good_startup.clone(), after_switch, Some(n), Some(ready.len()), n)),
-        case("pipelined-after-startup", "The client sends a QUERY right after STARTUP, before the response: the server detects it (LIFE-12) and stops.", &["LIFE-6", "LIFE-12"], Some("LIFE-6"),
-            plain(pipelined.clone(), Vec::new(), Some(n), None, pipelined.len())),
+        case("pipelined-after-startup", "The client sends a QUERY right after STARTUP, before the response: a server either detects it and stops (LIFE-12, reporting LIFE-6), or writes READY and parses the QUERY as a frame, which fails RECV-1; the manifest lists both outcomes.", &["LIFE-6", "LIFE-12", "RECV-1"], Some("LIFE-6"),
+            plain(pipelined.clone(), ready.clone(), Some(n), Some(ready.len()), pipelined.len())),
         case("crc32c-asked-of-old-server", "The client asks for CRC32C though SUPPORTED did not list it; the old server ignores the key and frames with CRC32: the client rejects the first frame.", &["NEG-4", "RECV-3", "FMT-13"], Some("RECV-3"),
             Session { server_options: ServerOptions { checksums: None, ..ServerOptions::default() },
                 ..plain(crc32c_startup.clone(), old_server, Some(crc32c_startup.len()), Some(ready.len()), crc32c_startup.len()) }),
-        case("wrong-version-envelope", "After the switch the client sends a v4 QUERY inside a v5 frame, then a proper v5 QUERY: the server refuses the first on its own (ERROR on its stream) and the connection goes on.", &["ENV-2"], None,
-            plain(wrong_version.clone(), ready.clone(), Some(n), Some(ready.len()), n)),
+        case("unframed-negative-length", "Before the switch the client sends OPTIONS, then an envelope header with body length -2: the server cannot find the next envelope and stops (ENV-3, at the envelope's first byte).", &["LIFE-1", "ENV-3"], Some("ENV-3"),
+            plain(negative_length.clone(), supported_answer.clone(), None, None, negative_length.len())),
+        case("unframed-truncated", "Before the switch the client sends OPTIONS, then the stream ends inside a STARTUP: a truncation (RECV-9, at the STARTUP's first byte).", &["LIFE-1", "RECV-9"], Some("RECV-9"),
+            plain(truncated.clone(), supported_answer, None, None, truncated.len())),
+        case("wrong-version-envelope", "After the switch the client sends a v4 QUERY inside a v5 frame, then a proper v5 QUERY: the server refuses the first on its own (a v5 ERROR on its stream) and answers the second; the connection goes on.", &["ENV-2"], None,
+            wrong_version_envelope(&good_startup, &ready)),
     ]
+}
+
+/// A v4 QUERY and a v5 QUERY in one frame after the switch; the reference server refuses the
+/// first (ENV-2) with its ERROR response and answers the second.
+fn wrong_version_envelope(startup: &[u8], ready: &[u8]) -> Session {
+    let mut client = startup.to_vec();
+    FrameEncoder::new(FrameSettings::default(), SplitPolicy::DRIVERS).write_envelopes(
+        [
+            envelope_bytes(4, 0, 2, Opcode::Query, &cql::query("SELECT 1", 4)).as_slice(),
+            envelope_bytes(5, 0, 3, Opcode::Query, &cql::query("SELECT 1", 5)).as_slice(),
+        ],
+        &mut client,
+    );
+    let options = ServerOptions::default();
+    let mut server = Connection::server(options.clone(), MAX_BODY, SplitPolicy::SERVER);
+    let mut wire = Vec::new();
+    server
+        .receive(startup, &mut |_| Ok(()))
+        .expect("reference server accepts STARTUP");
+    server.send(&[ready], &mut wire).expect("READY sent");
+    let mut refused = Vec::new();
+    server
+        .receive(&client[startup.len()..], &mut |event| {
+            if let ConnectionEvent::Rejected { envelope, error } = event {
+                refused.push((envelope.header, error));
+            }
+            Ok(())
+        })
+        .expect("refusing an envelope is no framing error");
+    for (header, error) in &refused {
+        wire.extend(server.reject_response(header, error));
+    }
+    let result = envelope_bytes(0x85, 0, 3, Opcode::Result, &cql::rows(1, 8));
+    server.send(&[&result], &mut wire).expect("RESULT sent");
+    Session {
+        server_responds_after: startup.len(),
+        client_switch: Some(startup.len()),
+        server_switch: Some(ready.len()),
+        client,
+        server: wire,
+        server_options: options,
+        server_versions: CURRENT_VERSIONS,
+    }
 }
