@@ -64,6 +64,29 @@ impl Aligned {
     }
 }
 
+/// Every available path but the bitwise reference, against the reference checksums of the
+/// prefixes of `data` of each length in `lens`, at each alignment.
+fn sweep(algorithms: &[Algorithm], data: &[u8], alignments: &[usize], lens: &[usize]) {
+    for &algorithm in algorithms {
+        let refs = prefix_references(algorithm, data);
+        for path in available_paths() {
+            if path == Path::Bitwise || with(algorithm, path, b"").is_none() {
+                continue;
+            }
+            for &alignment in alignments {
+                let buf = Aligned::new(data, alignment);
+                for &len in lens {
+                    assert_eq!(
+                        with(algorithm, path, buf.prefix(len)),
+                        Some(refs[len]),
+                        "{algorithm:?} via {path:?}, len {len}, alignment {alignment}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn the_expected_paths_are_available() {
     let paths = available_paths();
@@ -100,25 +123,8 @@ fn the_expected_paths_are_available() {
 #[test]
 fn every_length_and_alignment() {
     let data = random_bytes(0x5EED, MAX_LEN);
-    for algorithm in ALGORITHMS {
-        let refs = prefix_references(algorithm, &data);
-        for path in available_paths() {
-            if path == Path::Bitwise || with(algorithm, path, b"").is_none() {
-                continue;
-            }
-            for alignment in alignments() {
-                let buf = Aligned::new(&data, alignment);
-                for (len, &expected) in refs.iter().enumerate() {
-                    let got = with(algorithm, path, buf.prefix(len));
-                    assert_eq!(
-                        got,
-                        Some(expected),
-                        "{algorithm:?} via {path:?}, len {len}, alignment {alignment}"
-                    );
-                }
-            }
-        }
-    }
+    let lens: Vec<usize> = (0..=MAX_LEN).collect();
+    sweep(&ALGORITHMS, &data, &alignments(), &lens);
 }
 
 /// Lengths on both sides of the striped paths' block sizes and their sums: three-way blocks of
@@ -154,24 +160,12 @@ fn lengths_around_block_sizes() {
     ] {
         lens.extend(block.saturating_sub(70)..=block + 70);
     }
-    for algorithm in [Algorithm::Crc32, Algorithm::Crc32c] {
-        let refs = prefix_references(algorithm, &data);
-        for path in available_paths() {
-            if path == Path::Bitwise || with(algorithm, path, b"").is_none() {
-                continue;
-            }
-            for alignment in [0, 5, 32] {
-                let buf = Aligned::new(&data, alignment);
-                for &len in &lens {
-                    assert_eq!(
-                        with(algorithm, path, buf.prefix(len)),
-                        Some(refs[len]),
-                        "{algorithm:?} via {path:?}, len {len}, alignment {alignment}"
-                    );
-                }
-            }
-        }
-    }
+    sweep(
+        &[Algorithm::Crc32, Algorithm::Crc32c],
+        &data,
+        &[0, 5, 32],
+        &lens,
+    );
 }
 
 /// Long inputs at every alignment: from 32 KiB on the 512-bit kernels take the bytes before
@@ -180,24 +174,12 @@ fn lengths_around_block_sizes() {
 fn long_inputs_at_every_alignment() {
     let data = random_bytes(0xA11C, 65_599 + 64);
     let lens = [32_767, 32_768, 32_769, 32_768 + 63, 65_599];
-    for algorithm in [Algorithm::Crc32, Algorithm::Crc32c] {
-        let refs = prefix_references(algorithm, &data);
-        for path in available_paths() {
-            if path == Path::Bitwise || with(algorithm, path, b"").is_none() {
-                continue;
-            }
-            for alignment in alignments() {
-                let buf = Aligned::new(&data, alignment);
-                for len in lens {
-                    assert_eq!(
-                        with(algorithm, path, buf.prefix(len)),
-                        Some(refs[len]),
-                        "{algorithm:?} via {path:?}, len {len}, alignment {alignment}"
-                    );
-                }
-            }
-        }
-    }
+    sweep(
+        &[Algorithm::Crc32, Algorithm::Crc32c],
+        &data,
+        &alignments(),
+        &lens,
+    );
 }
 
 #[test]
