@@ -45,7 +45,7 @@ pub enum Path {
     /// three quadwords per 256 folded bytes. CRC-32C only.
     Vpclmul512Fused,
     /// As [`Path::Vpclmul512Fused`] with two quadwords per chain per 256 folded bytes, for CPUs
-    /// whose 512-bit multiplier issues every cycle (see [`Path::preferred`]). CRC-32C only.
+    /// whose 512-bit multiplier issues every cycle (the automatic choice on Intel). CRC-32C only.
     Vpclmul512Fused2,
     /// AArch64 `crc32x`/`crc32cx` instructions (feature `crc`). CRC-32 and CRC-32C.
     Aarch64Crc,
@@ -138,17 +138,6 @@ impl Path {
             #[cfg(target_arch = "aarch64")]
             Path::Aarch64Crc => std::arch::is_aarch64_feature_detected!("crc"),
             _ => false,
-        }
-    }
-
-    /// This path's variant for this CPU: [`Path::Vpclmul512Fused2`] in place of
-    /// [`Path::Vpclmul512Fused`] where the 512-bit carry-less multiplier issues every cycle,
-    /// which the vendor tells: Intel's do (Ice Lake and later), AMD Zen 4's issues every other
-    /// cycle (`benches/ceilings` measures it). Zen 5 is not measured here.
-    fn preferred(self) -> Path {
-        match self {
-            Path::Vpclmul512Fused if cpu_is_intel() => Path::Vpclmul512Fused2,
-            path => path,
         }
     }
 
@@ -268,8 +257,15 @@ fn choose(algorithm: Algorithm) -> Path {
             Path::Pclmul,
             Path::Aarch64Crc,
         ],
+        // The 512-bit fused shape by the multiplier's issue rate, which the vendor tells: Intel's
+        // (Ice Lake and later) issues every cycle and takes the two-quadword shape; AMD Zen 4's
+        // every other cycle (`benches/ceilings` measures it). Zen 5 is not measured here.
         Algorithm::Crc32c => &[
-            Path::Vpclmul512Fused.preferred(),
+            if cpu_is_intel() {
+                Path::Vpclmul512Fused2
+            } else {
+                Path::Vpclmul512Fused
+            },
             Path::VpclmulFused,
             Path::Sse42,
             Path::Aarch64Crc,

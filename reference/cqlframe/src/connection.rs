@@ -295,9 +295,11 @@ impl Connection {
     ) -> Result<(), FramingError> {
         let version = self.negotiated().map_or(0, |n| n.version);
         if let Some(decoder) = &mut self.decoder {
-            // Bytes a server held before its response (EarlyBytes::AsFrames) come first.
-            let held = std::mem::take(&mut self.unframed);
-            receive_framed(decoder, self.role, version, &held, on_event)?;
+            // Bytes a server held before its response (EarlyBytes::AsFrames) come first, once.
+            if !self.unframed.is_empty() {
+                let held = std::mem::take(&mut self.unframed);
+                receive_framed(decoder, self.role, version, &held, on_event)?;
+            }
             return receive_framed(decoder, self.role, version, input, on_event);
         }
         self.unframed.extend_from_slice(input);

@@ -2,7 +2,8 @@
 //!
 //! Checks run in the order the spec fixes: the header CRC24 before any header field is used
 //! (RECV-1), the checksum bit against the negotiation (RECV-3), the payload checksum before the
-//! payload is decompressed or read (RECV-2), then the LZ4 block, its exact length (LZ4-4) and LZ4's end-of-block rules (LZ4-6).
+//! payload is decompressed or read (RECV-2), then the LZ4 block, its exact length (LZ4-4) and
+//! LZ4's end-of-block rules (LZ4-6).
 //! A frame that arrives whole inside one input slice is decoded in place (zero-copy); only a
 //! frame split across calls is buffered, so memory stays under two maximum frames (the partial
 //! frame and the decompression buffer).
