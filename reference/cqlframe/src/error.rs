@@ -39,6 +39,27 @@ pub enum Part {
     Envelope,
 }
 
+/// How a raw LZ4 block breaks LZ4's block format (LZ4-1), found while decoding it (LZ4-4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum Lz4Fault {
+    #[error("the block is empty")]
+    EmptyBlock,
+    #[error("the block ends after a match: its last sequence must be literals only")]
+    EndsAfterMatch,
+    #[error("the block ends inside a literal length")]
+    LiteralLengthPastEnd,
+    #[error("literals run past the end of the block")]
+    LiteralsPastEnd,
+    #[error("the block ends inside a match offset")]
+    OffsetPastEnd,
+    #[error("a match offset is 0 or points before the start of the output")]
+    OffsetOutsideOutput,
+    #[error("the block ends inside a match length")]
+    MatchLengthPastEnd,
+}
+
 /// What went wrong. The variant name in snake case is the `kind` vectors and reports use.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -60,7 +81,7 @@ pub enum ErrorKind {
         computed: u32,
     },
     #[error("LZ4 block is malformed: {reason}")]
-    Lz4Malformed { reason: String },
+    Lz4Malformed { reason: Lz4Fault },
     #[error("LZ4 block decompresses to {} bytes, header says {declared}", actual.map_or_else(|| "more".to_string(), |a| a.to_string()))]
     Lz4LengthMismatch { declared: u32, actual: Option<u32> },
     #[error("LZ4 block's last match covers bytes {last_match_start}..{last_match_end} of {declared}: it must start at least 12 and end at least 5 bytes before the end")]
