@@ -289,7 +289,7 @@ unsafe fn fused_block<F: Fused>(
     for (((a, b), c), f) in steps {
         unsafe {
             chains::<F>(&mut r, a, b, c);
-            fold_blocks(&mut acc, f, key, &mut NoCopy);
+            fold_blocks::<_, _, 0>(&mut acc, f, key, &mut NoCopy);
         }
     }
     let inject = |register: u64, key: u64| unsafe {
@@ -316,7 +316,7 @@ pub(crate) unsafe fn fused<F: Fused>(state: u32, data: &[u8]) -> u32 {
         if data.len() <= CHAIN_MAX {
             return unsafe { chain(state, data) };
         }
-        return unsafe { reduce(fold_wide::<F::W, _>(state, data, keys, &mut NoCopy)) };
+        return unsafe { reduce(fold_wide::<F::W, _, 0>(state, data, keys, &mut NoCopy)) };
     }
     let key = unsafe { F::W::splat(keys.by(acc_bytes::<F::W>())) };
     let mut acc = None;
@@ -342,11 +342,11 @@ pub(crate) unsafe fn fused<F: Fused>(state: u32, data: &[u8]) -> u32 {
     // `None` is not reached (`data` holds a block; blocks split exactly); folding is correct
     // all the same.
     let Some(mut acc) = acc else {
-        return unsafe { reduce(fold_wide::<F::W, _>(state, data, keys, &mut NoCopy)) };
+        return unsafe { reduce(fold_wide::<F::W, _, 0>(state, data, keys, &mut NoCopy)) };
     };
     let (blocks, tail) = rest.split_at(rest.len() / acc_bytes::<F::W>() * acc_bytes::<F::W>());
     unsafe {
-        fold_blocks(&mut acc, blocks, key, &mut NoCopy);
+        fold_blocks::<_, _, 0>(&mut acc, blocks, key, &mut NoCopy);
         reduce(finish(&acc, data, tail, keys, &mut NoCopy))
     }
 }

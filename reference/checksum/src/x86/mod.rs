@@ -37,14 +37,25 @@ fn pclmul(poly: &Poly, state: u32, data: &[u8]) -> u32 {
     fold::reduce(fold::fold_pclmul(state, data, &poly.keys), &poly.keys)
 }
 
-/// Register update with folding in `W` registers, the message's registers handed to `sink`.
+/// Register update with folding in `W` registers, the message's registers handed to `sink`,
+/// prefetching `AHEAD` bytes ahead (see [`wide::fold_blocks`]).
 #[inline(always)]
-unsafe fn wide<W: Wide, S: Sink>(poly: &Poly, state: u32, data: &[u8], sink: &mut S) -> u32 {
+unsafe fn wide<W: Wide, S: Sink, const AHEAD: usize>(
+    poly: &Poly,
+    state: u32,
+    data: &[u8],
+    sink: &mut S,
+) -> u32 {
     if data.len() < 16 {
         return table::update(state, poly.tables, data);
     }
     // SAFETY: the caller's CPU has `W`'s and `fold.rs`'s features (this function's contract).
-    unsafe { fold::reduce(fold_wide::<W, S>(state, data, &poly.keys, sink), &poly.keys) }
+    unsafe {
+        fold::reduce(
+            fold_wide::<W, S, AHEAD>(state, data, &poly.keys, sink),
+            &poly.keys,
+        )
+    }
 }
 
 /// From this length on, the 512-bit kernels start folding at a 64-byte boundary, the bytes
@@ -72,15 +83,25 @@ unsafe fn wide_aligned(poly: &Poly, state: u32, data: &[u8]) -> u32 {
     let (head, body) = aligned_split(data, ALIGN_FROM);
     let state = table::update(state, poly.tables, head);
     // SAFETY: the caller's CPU has `Zmm`'s features (this function's contract).
-    unsafe { wide::<Zmm, _>(poly, state, body, &mut NoCopy) }
+    unsafe { wide::<Zmm, _, PREFETCH_AHEAD>(poly, state, body, &mut NoCopy) }
 }
+
+/// How far ahead the plain 512-bit kernels prefetch, so that the lines are in L1 when the
+/// multiplier wants them: frames spread over a receive buffer come from L2, where the hardware
+/// prefetchers alone left folding short of them. Measured on Intel Xeon family 6 model 207,
+/// CRC-32 frames decoded from the framing benchmark's 256 KiB streams (L2): 16373 bytes 228 ns
+/// a frame against 265 without (512 bytes ahead: 234; 2048: 223, but its lines lie past the
+/// payload for frames up to 2 KiB); 2037 bytes 2% faster, 131071 and 64 level; inputs in L1
+/// level too. (The fused CRC-32C kernel does not prefetch: its loads aligned, prefetching gained
+/// nothing there, and before that it cost 5% in L1.)
+const PREFETCH_AHEAD: usize = 1024;
 
 /// [`wide`] that also copies `data` to `dst` (`data.len()` writable bytes apart from `data`).
 #[inline(always)]
 unsafe fn wide_copy<W: Wide>(poly: &Poly, state: u32, data: &[u8], dst: *mut u8) -> u32 {
     // SAFETY: `dst`'s bytes (this function's contract); the CPU's features (the same).
     let mut copy = unsafe { CopyTo::new(data, dst) };
-    let register = unsafe { wide::<W, _>(poly, state, data, &mut copy) };
+    let register = unsafe { wide::<W, _, 0>(poly, state, data, &mut copy) };
     copy.finish();
     register
 }
@@ -100,13 +121,13 @@ pub(crate) unsafe fn crc32c_pclmul(payload: &[u8]) -> u32 {
 /// [`crate::crc32`] with 256-bit VPCLMULQDQ.
 #[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,sse4.1,ssse3")]
 pub(crate) unsafe fn crc32_vpclmul(payload: &[u8]) -> u32 {
-    !wide::<Ymm, _>(&IEEE, CRC32_SEEDED, payload, &mut NoCopy)
+    !wide::<Ymm, _, 0>(&IEEE, CRC32_SEEDED, payload, &mut NoCopy)
 }
 
 /// [`crate::crc32c`] with 256-bit VPCLMULQDQ.
 #[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,sse4.1,ssse3")]
 pub(crate) unsafe fn crc32c_vpclmul(payload: &[u8]) -> u32 {
-    !wide::<Ymm, _>(&CASTAGNOLI, !0, payload, &mut NoCopy)
+    !wide::<Ymm, _, 0>(&CASTAGNOLI, !0, payload, &mut NoCopy)
 }
 
 /// [`crate::crc32`] with 512-bit VPCLMULQDQ.
