@@ -130,8 +130,8 @@ fn every_length_and_alignment() {
 /// Lengths on both sides of the striped paths' block sizes and their sums: three-way blocks of
 /// 3 x 16..4096-byte stripes; 256-bit fused blocks of n x 248 bytes, n up to 32 (7936 bytes),
 /// the first from 496 bytes on; 512-bit fused blocks of n x 328 bytes, n up to 64 (20992 bytes),
-/// the first from 13 x 328 = 4264 bytes on, and of n x 304 bytes (two quadwords per chain), the
-/// first from 27 x 304 = 8208 bytes on; 512-bit folding's 64- and 256-byte steps.
+/// the first from 13 x 328 = 4264 bytes on, and of n x 304 bytes (two quadwords per chain, n a
+/// multiple of 4), from 27 x 304 = 8208 bytes on; 512-bit folding's 64- and 256-byte steps.
 #[test]
 fn lengths_around_block_sizes() {
     let data = random_bytes(0xB10C, 3 * 20992 + 4264 + 300);
@@ -169,11 +169,26 @@ fn lengths_around_block_sizes() {
 }
 
 /// Long inputs at every alignment: from 32 KiB on the 512-bit kernels take the bytes before
-/// the first 64-byte boundary apart (0 to 63 of them), then fold from there.
+/// the first 64-byte boundary apart (0 to 63 of them), then fold from there; the two-quadword
+/// fused CRC-32C does so from its first fused block (8208 bytes), its blocks then a multiple of
+/// four iterations (1216 bytes).
 #[test]
 fn long_inputs_at_every_alignment() {
     let data = random_bytes(0xA11C, 65_599 + 64);
-    let lens = [32_767, 32_768, 32_769, 32_768 + 63, 65_599];
+    let lens = [
+        8_207,
+        8_208,
+        8_209,
+        8_208 + 63,
+        8_208 + 64 + 1_215,
+        8_208 + 64 + 1_216,
+        16_373,
+        32_767,
+        32_768,
+        32_769,
+        32_768 + 63,
+        65_599,
+    ];
     sweep(
         &[Algorithm::Crc32, Algorithm::Crc32c],
         &data,

@@ -122,6 +122,9 @@ pub(crate) trait Fused {
     const BLOCKS: &'static [FusedBlock];
     /// Below this many iterations' worth, plain folding beats fused blocks.
     const MIN_ITERATIONS: usize;
+    /// Blocks run a multiple of this many iterations, so that a block that starts on a 64-byte
+    /// boundary has its folded part and the next block start on one too (1: any number).
+    const ITERATION_MULTIPLE: usize;
 }
 
 /// 256-bit folding, five quadwords per chain per 128 folded bytes.
@@ -132,6 +135,7 @@ impl Fused for Ymm5 {
     const CHAIN_WORDS: usize = 5;
     const BLOCKS: &'static [FusedBlock] = &FUSED_YMM5;
     const MIN_ITERATIONS: usize = 2;
+    const ITERATION_MULTIPLE: usize = 1;
 }
 
 /// 512-bit folding, three quadwords per chain per 256 folded bytes: measured best on AMD Zen 4
@@ -147,6 +151,8 @@ impl Fused for Zmm3 {
     // About 4 KiB: measured on AMD Zen 4, where 512-bit folding alone is within 5% of the fused
     // blocks up to there and the chains' fixed costs outweigh their share below.
     const MIN_ITERATIONS: usize = 13;
+    // Not measured on Zen 4 with its folded parts aligned (that would take multiples of 8).
+    const ITERATION_MULTIPLE: usize = 1;
 }
 
 /// 512-bit folding, two quadwords per chain per 256 folded bytes: for CPUs whose 512-bit
@@ -161,6 +167,9 @@ impl Fused for Zmm2 {
     const BLOCKS: &'static [FusedBlock] = &FUSED_ZMM2;
     // About 8 KiB: there the fused blocks and 512-bit folding alone were level on that CPU.
     const MIN_ITERATIONS: usize = 27;
+    // Four iterations are 19 cache lines, their three stripes 3 (see
+    // `super::crc32c_fused512_2`).
+    const ITERATION_MULTIPLE: usize = 4;
 }
 
 /// Up to 32 iterations (7936 bytes), as measured on AMD Zen 3.
@@ -207,6 +216,11 @@ const fn fused_blocks<const N: usize>(chain_step: usize, fold_step: usize) -> [F
         n += 1;
     }
     blocks
+}
+
+/// The length from which [`fused`] runs fused blocks.
+pub(crate) const fn fused_from<F: Fused>() -> usize {
+    F::MIN_ITERATIONS * iteration::<F>()
 }
 
 /// Bytes each chain takes per iteration.
@@ -275,7 +289,7 @@ unsafe fn fused_block<F: Fused>(
     for (((a, b), c), f) in steps {
         unsafe {
             chains::<F>(&mut r, a, b, c);
-            fold_blocks(&mut acc, f, key, &mut NoCopy);
+            fold_blocks::<_, _, 0>(&mut acc, f, key, &mut NoCopy);
         }
     }
     let inject = |register: u64, key: u64| unsafe {
@@ -298,17 +312,18 @@ pub(crate) unsafe fn fused<F: Fused>(state: u32, data: &[u8]) -> u32 {
     let keys = &CASTAGNOLI.keys;
     // SAFETY (all blocks): the CPU has `F::W`'s features, SSE4.2, SSE4.1, SSSE3 and PCLMULQDQ
     // (this function's contract).
-    if data.len() < F::MIN_ITERATIONS * iteration::<F>() {
+    if data.len() < fused_from::<F>() {
         if data.len() <= CHAIN_MAX {
             return unsafe { chain(state, data) };
         }
-        return unsafe { reduce(fold_wide::<F::W, _>(state, data, keys, &mut NoCopy)) };
+        return unsafe { reduce(fold_wide::<F::W, _, 0>(state, data, keys, &mut NoCopy)) };
     }
     let key = unsafe { F::W::splat(keys.by(acc_bytes::<F::W>())) };
     let mut acc = None;
     let mut rest = data;
     loop {
         let iterations = (rest.len() / iteration::<F>()).min(F::BLOCKS.len());
+        let iterations = iterations - iterations % F::ITERATION_MULTIPLE;
         let Some(shape) = iterations.checked_sub(1).and_then(|i| F::BLOCKS.get(i)) else {
             break;
         };
@@ -327,11 +342,11 @@ pub(crate) unsafe fn fused<F: Fused>(state: u32, data: &[u8]) -> u32 {
     // `None` is not reached (`data` holds a block; blocks split exactly); folding is correct
     // all the same.
     let Some(mut acc) = acc else {
-        return unsafe { reduce(fold_wide::<F::W, _>(state, data, keys, &mut NoCopy)) };
+        return unsafe { reduce(fold_wide::<F::W, _, 0>(state, data, keys, &mut NoCopy)) };
     };
     let (blocks, tail) = rest.split_at(rest.len() / acc_bytes::<F::W>() * acc_bytes::<F::W>());
     unsafe {
-        fold_blocks(&mut acc, blocks, key, &mut NoCopy);
+        fold_blocks::<_, _, 0>(&mut acc, blocks, key, &mut NoCopy);
         reduce(finish(&acc, data, tail, keys, &mut NoCopy))
     }
 }

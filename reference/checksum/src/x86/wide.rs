@@ -334,15 +334,24 @@ pub(crate) unsafe fn start<W: Wide, S: Sink>(state: u32, block: &[u8], sink: &mu
 }
 
 /// Folds the accumulators forward over each `acc_bytes::<W>()`-byte block of `blocks` (whose
-/// length is a multiple of that), with `key` the key pair of that distance.
+/// length is a multiple of that), with `key` the key pair of that distance, each block's lines
+/// `AHEAD` bytes further prefetched into L1 (0: none).
 #[inline(always)]
-pub(crate) unsafe fn fold_blocks<W: Wide, S: Sink>(
+pub(crate) unsafe fn fold_blocks<W: Wide, S: Sink, const AHEAD: usize>(
     acc: &mut Acc<W>,
     blocks: &[u8],
     key: W,
     sink: &mut S,
 ) {
     for block in blocks.chunks_exact(acc_bytes::<W>()) {
+        if AHEAD > 0 {
+            for line in (0..acc_bytes::<W>()).step_by(64) {
+                let ahead = block.as_ptr().wrapping_add(AHEAD + line);
+                // SAFETY: a prefetch is a hint: it reads nothing, and an address past `blocks`
+                // or outside memory is no fault.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(ahead.cast()) };
+            }
+        }
         for (a, part) in acc.iter_mut().zip(block.chunks_exact(W::BYTES)) {
             // SAFETY: the CPU has `W`'s features (this function's contract).
             *a = unsafe { a.fold_xor(key, load(part, sink)) };
@@ -389,9 +398,10 @@ unsafe fn fold_registers<W: Wide, S: Sink>(
 }
 
 /// Folds `data` (at least 16 bytes) into one lane that stands for the message register `state`
-/// followed by `data` (see `fold.rs`), with four `W` registers from `acc_bytes::<W>()` bytes up.
+/// followed by `data` (see `fold.rs`), with four `W` registers from `acc_bytes::<W>()` bytes up,
+/// prefetching `AHEAD` bytes ahead (see [`fold_blocks`]).
 #[inline(always)]
-pub(crate) unsafe fn fold_wide<W: Wide, S: Sink>(
+pub(crate) unsafe fn fold_wide<W: Wide, S: Sink, const AHEAD: usize>(
     state: u32,
     data: &[u8],
     keys: &FoldKeys,
@@ -416,7 +426,7 @@ pub(crate) unsafe fn fold_wide<W: Wide, S: Sink>(
     // SAFETY (both): the CPU has `W`'s features (this function's contract).
     let mut acc = unsafe { start::<W, S>(state, first, sink) };
     unsafe {
-        fold_blocks(&mut acc, blocks, W::splat(keys.by(block)), sink);
+        fold_blocks::<W, S, AHEAD>(&mut acc, blocks, W::splat(keys.by(block)), sink);
         finish(&acc, data, rest, keys, sink)
     }
 }
