@@ -83,6 +83,8 @@ function lz4BlockDecompress(block, declared) {
   if (n === 0) throw new Lz4Malformed('empty block');
   let lastMatch = null;
   for (;;) {
+    // The block ended after a match: its last sequence must be literals only.
+    if (i >= n) throw new Lz4Malformed('block ends where a token is expected');
     const token = block[i++];
     let lit;
     [lit, i] = extendedLength(block, i, token >> 4, 'literal');

@@ -109,6 +109,8 @@ def lz4_block_decompress(block: bytes, declared: int) -> bytes:
     if n == 0:
         raise Lz4Malformed("empty block")
     while True:
+        if i >= n:  # the block ended after a match: its last sequence must be literals only
+            raise Lz4Malformed("block ends where a token is expected")
         token = block[i]
         i += 1
         lit, i = _extended_length(block, i, token >> 4, "literal")

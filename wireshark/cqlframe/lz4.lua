@@ -85,7 +85,7 @@ function M.decompress(s, i, n, declared)
         ip = ip + 2
         local offset = lo + hi * 256
         if offset == 0 or offset > op then
-            return nil, "lz4_malformed", "the offset to copy is not contained in the decompressed buffer"
+            return nil, "lz4_malformed", "a match offset is 0 or points before the start of the output"
         end
         local mlen = token % 16
         if mlen == 15 then

@@ -79,7 +79,8 @@ func lz4Decompress(block []byte, declared int) ([]byte, error) {
 var errEndOfBlock = errors.New("LZ4 block breaks the end-of-block rules")
 
 // endOfBlock checks LZ4's end-of-block rules on a block that decoded to `declared` bytes: it
-// walks the sequences' tokens and length bytes to find where the last match lies.
+// walks the sequences' tokens and length bytes to find where the last match lies. A block that
+// ends after a match gives errLz4 instead (broken, not merely too late: LZ4-4).
 func endOfBlock(block []byte, declared int) error {
 	at, produced, start, end := 0, 0, -1, -1
 	length := func(nibble byte) int {
@@ -107,6 +108,11 @@ func endOfBlock(block []byte, declared int) error {
 		start = produced
 		produced += length(token&15) + 4
 		end = produced
+		if at >= len(block) {
+			// LZ4 ends every block with literals (the sender broke LZ4-1): pierrec/lz4 accepts
+			// such a block, so the walk rejects it, under LZ4-4 as every other broken block.
+			return fmt.Errorf("%w: the block ends after a match", errLz4)
+		}
 	}
 	if start >= 0 && (start+12 > declared || end+5 > declared) {
 		return fmt.Errorf("%w: last match over %d..%d of %d bytes", errEndOfBlock, start, end, declared)

@@ -241,7 +241,9 @@ func (r *receiver) receive(views []frameView, length int, out *decoded) error {
 			if content, err = lz4Decompress(f.block, int(*f.uncompressedLength)); err != nil {
 				return runnerRule("LZ4-4")
 			}
-			if endOfBlock(f.block, int(*f.uncompressedLength)) != nil {
+			if err := endOfBlock(f.block, int(*f.uncompressedLength)); errors.Is(err, errLz4) {
+				return runnerRule("LZ4-4")
+			} else if err != nil {
 				return runnerRule("LZ4-6")
 			}
 		}

@@ -130,8 +130,10 @@ fn every_length_and_alignment() {
 /// Lengths on both sides of the striped paths' block sizes and their sums: three-way blocks of
 /// 3 x 16..4096-byte stripes; 256-bit fused blocks of n x 248 bytes, n up to 32 (7936 bytes),
 /// the first from 496 bytes on; 512-bit fused blocks of n x 328 bytes, n up to 64 (20992 bytes),
-/// the first from 13 x 328 = 4264 bytes on, and of n x 304 bytes (two quadwords per chain, n a
-/// multiple of 4), from 27 x 304 = 8208 bytes on; 512-bit folding's 64- and 256-byte steps.
+/// the first from 13 x 328 = 4264 bytes on, and of n x 304 bytes (two quadwords per chain) from
+/// 27 x 304 = 8208 bytes on, n cut to a multiple of 4 (so 24 iterations from 8208, 28 from
+/// 8512, 32 from 9728, and a further block only once 4 x 304 = 1216 bytes remain after a
+/// 64-iteration one); 512-bit folding's 64- and 256-byte steps.
 #[test]
 fn lengths_around_block_sizes() {
     let data = random_bytes(0xB10C, 3 * 20992 + 4264 + 300);
@@ -153,9 +155,13 @@ fn lengths_around_block_sizes() {
         2 * 20992 + 656,
         3 * 20992 + 4264,
         8208,
+        8512,
+        9728,
         19456,
+        19456 + 1216,
         19456 + 8208,
         2 * 19456 + 608,
+        2 * 19456 + 1216,
         3 * 19456 + 8208,
     ] {
         lens.extend(block.saturating_sub(70)..=block + 70);

@@ -31,5 +31,5 @@ pub mod frame_decoder;
 pub mod header;
 mod lz4_block;
 
-pub use error::{ErrorKind, FramingError};
+pub use error::{ErrorKind, FramingError, Lz4Fault};
 pub use format::{Format, FrameSettings};

@@ -13,12 +13,13 @@ const MFLIMIT: usize = 12;
 const LAST_LITERALS: usize = 5;
 
 /// Copies go in chunks of this many bytes where input and output have room for the last chunk
-/// to run past the bytes it copies (bytes the next sequence overwrites).
+/// to run past the bytes it copies (bytes that later sequences overwrite).
 const CHUNK: usize = 16;
 /// The longest match a token holds without length bytes (14 + LZ4's minimum of 4).
 const SHORT_MATCH: usize = 18;
-/// Input after a token that holds the literals' length: 14 literals (copied as 16), the offset.
-const FAST_INPUT: usize = CHUNK + 2;
+/// Input after a token that holds its literals' length: 16 bytes hold up to 14 literals (copied
+/// as 16) and the 2-byte offset after them.
+const FAST_INPUT: usize = CHUNK;
 /// Output such a sequence may touch: 14 literals and a match of the length its token holds.
 const FAST_OUTPUT: usize = 14 + SHORT_MATCH;
 
@@ -43,7 +44,7 @@ pub(crate) fn decompress(block: &[u8], declared: u32, out: &mut Vec<u8>) -> Resu
 }
 
 /// Decodes `block` into all of `out`, returning where the last match lies in it. The checks, in
-/// the order the Kaitai runners and the dissector make them too: a length that runs past the
+/// the order the Python and JavaScript Kaitai runners and the dissector make them too: a length that runs past the
 /// block, literals past the block, output past `out`, then the match offset and length.
 #[inline(always)]
 fn decode(block: &[u8], out: &mut [u8]) -> Result<Option<(usize, usize)>, ErrorKind> {
@@ -144,8 +145,8 @@ fn decode(block: &[u8], out: &mut [u8]) -> Result<Option<(usize, usize)>, ErrorK
     Ok(last_match)
 }
 
-/// A literal or match length: the token's 4 bits, plus the bytes that follow while the sum
-/// keeps hitting 15, then 255.
+/// A literal or match length: the token's 4 bits; a nibble of 15 goes on in the bytes that
+/// follow, each added, for as long as they are 255.
 #[inline(always)]
 fn length(
     block: &[u8],
@@ -169,12 +170,15 @@ fn length(
     Ok(length)
 }
 
-/// Copies `len` bytes from `offset` bytes back to `out[op..]`, which has room for them. A match
-/// that does not overlap its own output is copied as one fixed-size move of 18 or 32 bytes where
-/// the output has room (a move reads all its source before it writes, so the bytes it copies
-/// past the match are only overwritten later), or in 16-byte chunks.
+/// Copies `len` bytes from `offset` bytes back (`1 <= offset <= op`, checked by the caller; 0
+/// would never advance) to `out[op..]`, which has room for them. A match that does not overlap
+/// its own output is copied as one fixed-size move of 18 or 32 bytes where the output has room
+/// (a move reads all its source before it writes, so the bytes it copies past the match are only
+/// overwritten later); a longer one, or one that overlaps with an offset of 16 or more, in 16-byte
+/// chunks; the rest exactly, an overlapping one by doubling copies.
 #[inline(always)]
 fn copy_match(out: &mut [u8], op: usize, offset: usize, len: usize) {
+    debug_assert!(offset != 0 && offset <= op && len <= out.len() - op);
     let from = op - offset;
     let room = out.len() - op;
     if offset >= len && len <= SHORT_MATCH && room >= SHORT_MATCH {

@@ -309,6 +309,8 @@ unsafe fn fused_block<F: Fused>(
 /// reduced with two `crc32`.
 #[inline(always)]
 pub(crate) unsafe fn fused<F: Fused>(state: u32, data: &[u8]) -> u32 {
+    // The first fused block, cut to a multiple of `ITERATION_MULTIPLE`, is then never empty.
+    const { assert!(F::MIN_ITERATIONS >= F::ITERATION_MULTIPLE) };
     let keys = &CASTAGNOLI.keys;
     // SAFETY (all blocks): the CPU has `F::W`'s features, SSE4.2, SSE4.1, SSSE3 and PCLMULQDQ
     // (this function's contract).

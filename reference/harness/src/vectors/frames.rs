@@ -588,6 +588,18 @@ fn lz4_only(c: &mut Cases) {
             Some("LZ4-4"),
             with_block(&[0x10, b'a', 0x05, 0x00], 20),
         );
+        // 9 literals (an envelope header), then a match of the 4 bytes before it, and no closing
+        // literals: the output has the declared length, but the block ends where a token is due.
+        let header_only = &envelope_bytes(0x85, 0, 5, Opcode::Result, &[0; 4])[..9];
+        let ends_after_match = [&[0x90][..], header_only, &[4, 0]].concat();
+        c.add(
+            s,
+            "block-ends-after-match",
+            "A block whose last sequence ends with a match (LZ4 ends every block with literals): it yields the declared length, but the sender broke LZ4-1 and the receiver fails it under LZ4-4.",
+            &["LZ4-4", "LZ4-1"],
+            Some("LZ4-4"),
+            with_block(&ends_after_match, 13),
+        );
         let mut short = literal_only.clone();
         short[1] -= 1;
         short.pop();
