@@ -155,6 +155,28 @@ fn stray_envelope(version_byte: u8) -> Vec<u8> {
     )
 }
 
+/// A self-contained LZ4 frame holding `block`, declared as `declared` content bytes, with a valid
+/// CRC24 and trailer, followed by the response's `frames`.
+fn bad_block_first(layout: &Layout, block: &[u8], declared: u32, frames: Vec<OutFrame>) -> Vec<u8> {
+    let mut header = FrameHeader::new(
+        Format::Lz4,
+        block.len() as u32,
+        declared,
+        true,
+        layout.settings.checksum_bit(),
+    );
+    reseal(&mut header);
+    let bad = OutFrame {
+        header,
+        payload: block.to_vec(),
+        trailer: layout.settings.checksum.compute(block),
+        content: vec![],
+    };
+    let mut all = vec![bad];
+    all.extend(frames);
+    serialise(&all)
+}
+
 /// Applies `fault` to the response `envelope`, laid out by `layout`.
 pub fn apply(fault: &Fault, layout: &Layout, envelope: &[u8]) -> Result<Faulted, NotApplicable> {
     let mut frames = layout.frames(std::slice::from_ref(&envelope.to_vec()));
@@ -250,25 +272,39 @@ pub fn apply(fault: &Fault, layout: &Layout, envelope: &[u8]) -> Result<Faulted,
             // One literal 'A', then a match 5 bytes back (before the output's start), then the
             // 5 closing literals: 10 bytes of output if it were valid.
             let block = [0x10, b'A', 0x05, 0x00, 0x50, b'x', b'x', b'x', b'x', b'x'];
-            let mut header = FrameHeader::new(
-                Format::Lz4,
-                block.len() as u32,
-                10,
-                true,
-                layout.settings.checksum_bit(),
-            );
-            reseal(&mut header);
-            let bad = OutFrame {
-                header,
-                payload: block.to_vec(),
-                trailer: layout.settings.checksum.compute(&block),
-                content: vec![],
-            };
-            let mut all = vec![bad];
-            all.extend(frames);
             ok(
-                serialise(&all),
+                bad_block_first(layout, &block, 10, frames),
                 "a self-contained frame whose LZ4 block refers before the start of its output precedes the response (CRCs valid)"
+                    .into(),
+            )
+        }
+        FaultKind::Lz4EndsAfterMatch => {
+            need_lz4()?;
+            // Two stray envelopes (26 bytes): the first as 13 literals, the second as a 13-byte
+            // match 13 bytes back, and no closing literals.
+            let stray = stray_envelope(envelope[0]);
+            let block = [&[0xD9][..], &stray, &[13, 0]].concat();
+            ok(
+                bad_block_first(layout, &block, 2 * stray.len() as u32, frames),
+                "a self-contained frame whose LZ4 block ends with a match precedes the response; it would decode to two Void RESULTs on stream 0x7ff0 (CRCs valid)"
+                    .into(),
+            )
+        }
+        FaultKind::Lz4LastMatchTooLate => {
+            need_lz4()?;
+            // Two stray envelopes (26 bytes): 15 literals, a 4-byte match 13 bytes back that
+            // starts 11 bytes before the end (LZ4 asks for 12), then 7 closing literals.
+            let content = stray_envelope(envelope[0]).repeat(2);
+            let block = [
+                &[0xF0, 0][..],
+                &content[..15],
+                &[13, 0, 0x70],
+                &content[19..],
+            ]
+            .concat();
+            ok(
+                bad_block_first(layout, &block, content.len() as u32, frames),
+                "a self-contained frame whose LZ4 block has its last match 11 bytes before the end precedes the response; it decodes to two Void RESULTs on stream 0x7ff0 (CRCs valid)"
                     .into(),
             )
         }
@@ -350,5 +386,48 @@ pub fn apply(fault: &Fault, layout: &Layout, envelope: &[u8]) -> Result<Faulted,
             envelope.to_vec(),
             "the response written as a bare envelope, unframed, after the switch".into(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cqlframe::checksum::PayloadChecksum;
+    use cqlframe::frame_decoder::FrameDecoder;
+
+    /// The first frame of each bad-block fault, decoded by the reference: the rule it fails, and
+    /// what a decoder that skips the check (lz4_flex) makes of its block.
+    fn first_frame(kind: FaultKind) -> (String, Option<Vec<u8>>) {
+        let settings = FrameSettings::new(Format::Lz4, PayloadChecksum::Crc32);
+        let layout = Layout::new(settings, &ServerScript::default());
+        let fault = Fault {
+            kind,
+            bit: None,
+            frames: None,
+        };
+        let Ok(faulted) = apply(&fault, &layout, &stray_envelope(0x85)) else {
+            panic!("{kind:?} not applicable");
+        };
+        let header = FrameHeader::read(Format::Lz4, &faulted.bytes[..8]).unwrap();
+        let block = &faulted.bytes[8..8 + header.payload_length as usize];
+        let lenient = lz4_flex::block::decompress(block, header.uncompressed_length as usize).ok();
+        let error = FrameDecoder::new(settings)
+            .decode(&faulted.bytes, |_| Ok(()))
+            .expect_err("the reference accepts the bad block");
+        (error.rule().to_string(), lenient)
+    }
+
+    #[test]
+    fn bad_blocks_fail_the_rule_their_fault_names() {
+        for kind in [
+            FaultKind::Lz4BadOffset,
+            FaultKind::Lz4EndsAfterMatch,
+            FaultKind::Lz4LastMatchTooLate,
+        ] {
+            assert_eq!(first_frame(kind).0, kind.rule(), "{kind:?}");
+        }
+        // Only the end-of-block rules break: a decoder that skips them gets two stray envelopes.
+        let (_, lenient) = first_frame(FaultKind::Lz4LastMatchTooLate);
+        assert_eq!(lenient, Some(stray_envelope(0x85).repeat(2)));
     }
 }
