@@ -14,6 +14,7 @@
 pub mod check;
 pub mod conformance;
 pub mod cql;
+pub mod lz4_by_hand;
 pub mod pcap;
 pub mod probe;
 pub mod rules;

@@ -2,6 +2,7 @@
 //! reserved bits, empty frames) and how it breaks them on purpose (the faults of the catalogue).
 
 use super::cases::{Fault, FaultKind, ServerScript};
+use crate::lz4_by_hand::one_match_block;
 use cqlframe::checksum::crc24;
 use cqlframe::encoder::frame_parts;
 use cqlframe::format::{Format, FrameSettings, MAX_PAYLOAD};
@@ -155,8 +156,11 @@ fn stray_envelope(version_byte: u8) -> Vec<u8> {
     )
 }
 
+/// Row values repeat with this period (`cql::row_value`: byte i is 7i + 31k + 1 mod 256).
+const ROW_VALUE_PERIOD: usize = 256;
+
 /// A self-contained LZ4 frame holding `block`, declared as `declared` content bytes, with a valid
-/// CRC24 and trailer, followed by the response's `frames`.
+/// CRC24 and trailer, followed by `frames`.
 fn bad_block_first(layout: &Layout, block: &[u8], declared: u32, frames: Vec<OutFrame>) -> Vec<u8> {
     let mut header = FrameHeader::new(
         Format::Lz4,
@@ -278,34 +282,34 @@ pub fn apply(fault: &Fault, layout: &Layout, envelope: &[u8]) -> Result<Faulted,
                     .into(),
             )
         }
-        FaultKind::Lz4EndsAfterMatch => {
+        FaultKind::Lz4EndsAfterMatch | FaultKind::Lz4LastMatchTooLate => {
             need_lz4()?;
-            // Two stray envelopes (26 bytes): the first as 13 literals, the second as a 13-byte
-            // match 13 bytes back, and no closing literals.
-            let stray = stray_envelope(envelope[0]);
-            let block = [&[0xD9][..], &stray, &[13, 0]].concat();
+            // The response itself, in one block whose one match takes bytes of the last row's
+            // value from a period back: a decoder that skips the check gets the right rows.
+            let n = envelope.len();
+            let (start, length, what) = match fault.kind {
+                FaultKind::Lz4EndsAfterMatch => (n - 8, 8, "ends with a match"),
+                _ => (
+                    n - 11,
+                    4,
+                    "has its last match start 11 bytes before the end",
+                ),
+            };
+            if n > MAX_PAYLOAD
+                || start < ROW_VALUE_PERIOD
+                || envelope[start..start + length]
+                    != envelope[start - ROW_VALUE_PERIOD..start - ROW_VALUE_PERIOD + length]
+            {
+                return Err(NotApplicable(format!(
+                    "needs a response in one frame that ends with 12 bytes of a row value at least {ROW_VALUE_PERIOD} bytes long ({n} bytes)"
+                )));
+            }
+            let block = one_match_block(envelope, start, ROW_VALUE_PERIOD as u16, length);
             ok(
-                bad_block_first(layout, &block, 2 * stray.len() as u32, frames),
-                "a self-contained frame whose LZ4 block ends with a match precedes the response; it would decode to two Void RESULTs on stream 0x7ff0 (CRCs valid)"
-                    .into(),
-            )
-        }
-        FaultKind::Lz4LastMatchTooLate => {
-            need_lz4()?;
-            // Two stray envelopes (26 bytes): 15 literals, a 4-byte match 13 bytes back that
-            // starts 11 bytes before the end (LZ4 asks for 12), then 7 closing literals.
-            let content = stray_envelope(envelope[0]).repeat(2);
-            let block = [
-                &[0xF0, 0][..],
-                &content[..15],
-                &[13, 0, 0x70],
-                &content[19..],
-            ]
-            .concat();
-            ok(
-                bad_block_first(layout, &block, content.len() as u32, frames),
-                "a self-contained frame whose LZ4 block has its last match 11 bytes before the end precedes the response; it decodes to two Void RESULTs on stream 0x7ff0 (CRCs valid)"
-                    .into(),
+                bad_block_first(layout, &block, n as u32, Vec::new()),
+                format!(
+                    "the response in one self-contained frame whose LZ4 block {what} (CRCs valid)"
+                ),
             )
         }
         FaultKind::TruncateSequence => {
@@ -392,12 +396,13 @@ pub fn apply(fault: &Fault, layout: &Layout, envelope: &[u8]) -> Result<Faulted,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cql;
     use cqlframe::checksum::PayloadChecksum;
     use cqlframe::frame_decoder::FrameDecoder;
 
-    /// The first frame of each bad-block fault, decoded by the reference: the rule it fails, and
-    /// what a decoder that skips the check (lz4_flex) makes of its block.
-    fn first_frame(kind: FaultKind) -> (String, Option<Vec<u8>>) {
+    /// The first frame of a bad-block fault applied to `response`: the rule the reference fails
+    /// it with, and what a decoder that skips the check (lz4_flex) makes of its block.
+    fn first_frame(kind: FaultKind, response: &[u8]) -> (String, Option<Vec<u8>>) {
         let settings = FrameSettings::new(Format::Lz4, PayloadChecksum::Crc32);
         let layout = Layout::new(settings, &ServerScript::default());
         let fault = Fault {
@@ -405,7 +410,7 @@ mod tests {
             bit: None,
             frames: None,
         };
-        let Ok(faulted) = apply(&fault, &layout, &stray_envelope(0x85)) else {
+        let Ok(faulted) = apply(&fault, &layout, response) else {
             panic!("{kind:?} not applicable");
         };
         let header = FrameHeader::read(Format::Lz4, &faulted.bytes[..8]).unwrap();
@@ -419,15 +424,22 @@ mod tests {
 
     #[test]
     fn bad_blocks_fail_the_rule_their_fault_names() {
-        for kind in [
-            FaultKind::Lz4BadOffset,
-            FaultKind::Lz4EndsAfterMatch,
-            FaultKind::Lz4LastMatchTooLate,
-        ] {
-            assert_eq!(first_frame(kind).0, kind.rule(), "{kind:?}");
-        }
-        // Only the end-of-block rules break: a decoder that skips them gets two stray envelopes.
-        let (_, lenient) = first_frame(FaultKind::Lz4LastMatchTooLate);
-        assert_eq!(lenient, Some(stray_envelope(0x85).repeat(2)));
+        let rows = cql::test_table(1, 300);
+        let response = cqlframe::envelope::envelope_bytes(
+            0x85,
+            0,
+            1,
+            cqlframe::envelope::Opcode::Result,
+            &cql::rows_result(&rows),
+        );
+        assert_eq!(first_frame(FaultKind::Lz4BadOffset, &response).0, "LZ4-4");
+        assert_eq!(
+            first_frame(FaultKind::Lz4EndsAfterMatch, &response).0,
+            "LZ4-4"
+        );
+        // Only the end-of-block rules break: a decoder that skips them gets the response.
+        let (rule, lenient) = first_frame(FaultKind::Lz4LastMatchTooLate, &response);
+        assert_eq!(rule, "LZ4-6");
+        assert_eq!(lenient.as_deref(), Some(&response[..]));
     }
 }

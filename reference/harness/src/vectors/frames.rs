@@ -2,6 +2,7 @@
 //! every format and payload checksum where its point applies to all of them.
 
 use super::{Case, Direction, Group, Input, DEFAULT_MAX_BODY};
+use crate::lz4_by_hand::one_match_block;
 use cqlframe::checksum::{bitwise, PayloadChecksum};
 use cqlframe::encoder::{write_raw, FrameEncoder, SplitPolicy};
 use cqlframe::envelope::{envelope_bytes, Opcode};
@@ -554,9 +555,10 @@ fn lz4_only(c: &mut Cases) {
         // Overlapping match: 10 literals (envelope header and one 'z'), then a match at offset 1
         // of 294 bytes (run-length, extended length bytes), then the 5 closing literals.
         let body_len = 300;
-        let rle = rle_block(
+        let rle = one_match_block(
             &envelope_bytes(0x85, 0, 3, Opcode::Result, &vec![b'z'; body_len]),
             10,
+            1,
             294,
         );
         c.add_with(
@@ -572,12 +574,12 @@ fn lz4_only(c: &mut Cases) {
         // LZ4's end-of-block rules on a 29-byte envelope whose body is 20 'z's: the last match
         // may start at byte 17 at the latest (12 before the end) and end at byte 24 (5 before).
         let zs = envelope_bytes(0x85, 0, 4, Opcode::Result, &[b'z'; 20]);
-        c.add_with(s, "block-end-of-block-limits", "A block whose last match starts exactly 12 bytes and ends exactly 5 bytes before the end of the content: the limits of LZ4's end-of-block rules, accepted.", &["LZ4-1", "LZ4-4", "LZ4-5", "LZ4-6"], None, with_block(&rle_block(&zs, 17, 7), 29), DEFAULT_MAX_BODY, true);
+        c.add_with(s, "block-end-of-block-limits", "A block whose last match starts exactly 12 bytes and ends exactly 5 bytes before the end of the content: the limits of LZ4's end-of-block rules, accepted.", &["LZ4-1", "LZ4-4", "LZ4-5", "LZ4-6"], None, with_block(&one_match_block(&zs, 17, 1, 7), 29), DEFAULT_MAX_BODY, true);
         for (name, description, start, length) in [
             ("block-last-match-too-late", "A block that decodes to the declared length but whose last match starts 11 bytes before the end (LZ4 asks for 12).", 18, 4),
             ("block-last-literals-too-few", "A block that decodes to the declared length but ends with 4 literals after its last match (LZ4 asks for 5).", 17, 8),
         ] {
-            let block = rle_block(&zs, start, length);
+            let block = one_match_block(&zs, start, 1, length);
             c.add(s, name, description, &["LZ4-6", "LZ4-5", "LZ4-4"], Some("LZ4-6"), with_block(&block, 29));
         }
         c.add(
@@ -590,8 +592,9 @@ fn lz4_only(c: &mut Cases) {
         );
         // 9 literals (an envelope header), then a match of the 4 bytes before it, and no closing
         // literals: the output has the declared length, but the block ends where a token is due.
-        let header_only = &envelope_bytes(0x85, 0, 5, Opcode::Result, &[0; 4])[..9];
-        let ends_after_match = [&[0x90][..], header_only, &[4, 0]].concat();
+        let content = envelope_bytes(0x85, 0, 5, Opcode::Result, &[0; 4]);
+        let content = [&content[..9], &content[5..9]].concat();
+        let ends_after_match = one_match_block(&content, 9, 4, 4);
         c.add(
             s,
             "block-ends-after-match",
@@ -620,33 +623,6 @@ fn lz4_only(c: &mut Cases) {
             with_block(&literal_only, envelope.len() as u32 - 1),
         );
     }
-}
-
-/// A block made by hand: `content[..start]` as literals, a run-length match (offset 1) of
-/// `length` bytes, the rest as literals; `content[start - 1..start + length]` repeats one byte.
-fn rle_block(content: &[u8], start: usize, length: usize) -> Vec<u8> {
-    // A length as its token nibble and the bytes that extend it (15, then 255s, then the rest).
-    fn split(n: usize) -> (u8, Vec<u8>) {
-        if n < 15 {
-            return (n as u8, Vec::new());
-        }
-        let mut more = vec![0xFF; (n - 15) / 255];
-        more.push(((n - 15) % 255) as u8);
-        (15, more)
-    }
-    let tail = &content[start + length..];
-    let (literals, literals_more) = split(start);
-    let (matched, matched_more) = split(length - 4);
-    let (last, last_more) = split(tail.len());
-    let mut block = vec![literals << 4 | matched];
-    block.extend(literals_more);
-    block.extend_from_slice(&content[..start]);
-    block.extend_from_slice(&1u16.to_le_bytes());
-    block.extend(matched_more);
-    block.push(last << 4);
-    block.extend(last_more);
-    block.extend_from_slice(tail);
-    block
 }
 
 /// Frames whose trailer was computed with another algorithm than the one negotiated.
