@@ -177,7 +177,7 @@ fn lengths_around_block_sizes() {
 /// Long inputs at every alignment: from 32 KiB on the 512-bit kernels take the bytes before
 /// the first 64-byte boundary apart (0 to 63 of them), then fold from there; the two-quadword
 /// fused CRC-32C does so from its first fused block (8208 bytes), its blocks then a multiple of
-/// four iterations (1216 bytes).
+/// four iterations (24 of them up to 8511 bytes after the head, 28 from 8512).
 #[test]
 fn long_inputs_at_every_alignment() {
     let data = random_bytes(0xA11C, 65_599 + 64);
@@ -188,6 +188,9 @@ fn long_inputs_at_every_alignment() {
         8_208 + 63,
         8_208 + 64 + 1_215,
         8_208 + 64 + 1_216,
+        8_511,
+        8_512,
+        8_512 + 63,
         16_373,
         32_767,
         32_768,

@@ -44,8 +44,9 @@ pub(crate) fn decompress(block: &[u8], declared: u32, out: &mut Vec<u8>) -> Resu
 }
 
 /// Decodes `block` into all of `out`, returning where the last match lies in it. The checks, in
-/// the order the Python and JavaScript Kaitai runners and the dissector make them too: a length that runs past the
-/// block, literals past the block, output past `out`, then the match offset and length.
+/// the order the Python and JavaScript Kaitai runners and the dissector make them too: a length
+/// that runs past the block, literals past the block, output past `out`, then the match offset
+/// and length.
 #[inline(always)]
 fn decode(block: &[u8], out: &mut [u8]) -> Result<Option<(usize, usize)>, ErrorKind> {
     let malformed = |reason| Err(ErrorKind::Lz4Malformed { reason });
