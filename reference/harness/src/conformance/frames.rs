@@ -2,7 +2,7 @@
 //! reserved bits, empty frames) and how it breaks them on purpose (the faults of the catalogue).
 
 use super::cases::{Fault, FaultKind, ServerScript};
-use crate::lz4_by_hand::one_match_block;
+use crate::lz4_by_hand::{lz4_block_frame, one_match_block};
 use cqlframe::checksum::crc24;
 use cqlframe::encoder::frame_parts;
 use cqlframe::format::{Format, FrameSettings, MAX_PAYLOAD};
@@ -162,23 +162,9 @@ const ROW_VALUE_PERIOD: usize = 256;
 /// A self-contained LZ4 frame holding `block`, declared as `declared` content bytes, with a valid
 /// CRC24 and trailer, followed by `frames`.
 fn bad_block_first(layout: &Layout, block: &[u8], declared: u32, frames: Vec<OutFrame>) -> Vec<u8> {
-    let mut header = FrameHeader::new(
-        Format::Lz4,
-        block.len() as u32,
-        declared,
-        true,
-        layout.settings.checksum_bit(),
-    );
-    reseal(&mut header);
-    let bad = OutFrame {
-        header,
-        payload: block.to_vec(),
-        trailer: layout.settings.checksum.compute(block),
-        content: vec![],
-    };
-    let mut all = vec![bad];
-    all.extend(frames);
-    serialise(&all)
+    let mut out = lz4_block_frame(layout.settings, block, declared);
+    out.extend(serialise(&frames));
+    out
 }
 
 /// Applies `fault` to the response `envelope`, laid out by `layout`.

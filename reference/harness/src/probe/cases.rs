@@ -3,6 +3,7 @@
 
 use super::client::{decode_as, query_body, Aftermath, Probe};
 use crate::conformance::cases::{self, Case};
+use crate::lz4_by_hand::{lz4_block_frame, one_match_block};
 use crate::verdict::{Check, Level, Status};
 use cqlframe::body;
 use cqlframe::checksum::{crc24, PayloadChecksum};
@@ -988,13 +989,6 @@ fn fault_checksum_bit_crc32c(ctx: &mut Ctx, v: &mut Verdict) {
     }
 }
 
-fn lz4_frame(block: &[u8], declared: u32) -> Vec<u8> {
-    let h = FrameHeader::new(Format::Lz4, block.len() as u32, declared, true, false);
-    let mut out = Vec::new();
-    write_raw(&h, block, PayloadChecksum::Crc32.compute(block), &mut out);
-    out
-}
-
 fn fault_lz4_malformed(ctx: &mut Ctx, v: &mut Verdict) {
     fault(
         ctx,
@@ -1002,10 +996,10 @@ fn fault_lz4_malformed(ctx: &mut Ctx, v: &mut Verdict) {
         "LZ4-4",
         true,
         "LZ4 block whose match refers before the start of the output (checksums correct)",
-        &|_| {
+        &|p| {
             // 1 literal, then a match at offset 255 (there is 1 byte of history), then 5 literals.
             let block = [0x10, b'A', 0xff, 0x00, 0x50, b'x', b'x', b'x', b'x', b'x'];
-            lz4_frame(&block, 10)
+            lz4_block_frame(p.settings(), &block, 10)
         },
     )
 }
@@ -1020,7 +1014,45 @@ fn fault_lz4_length(ctx: &mut Ctx, v: &mut Verdict) {
         &|p| {
             let (_, e) = p.envelope(Opcode::Options, &[]);
             let block = lz4_flex::block::compress(&e);
-            lz4_frame(&block, e.len() as u32 + 7)
+            lz4_block_frame(p.settings(), &block, e.len() as u32 + 7)
+        },
+    )
+}
+
+/// `count` OPTIONS envelopes, one after another: 9 bytes each, alike but for their stream ids
+/// (bytes 2 and 3), so a match from one envelope back can take any other bytes of one.
+fn options_run(p: &mut Probe, count: usize) -> Vec<u8> {
+    (0..count)
+        .flat_map(|_| p.envelope(Opcode::Options, &[]).1)
+        .collect()
+}
+
+fn fault_lz4_ends_after_match(ctx: &mut Ctx, v: &mut Verdict) {
+    fault(
+        ctx,
+        v,
+        "LZ4-4",
+        true,
+        "two OPTIONS envelopes in one LZ4 block that ends right after a match (the second's last 5 bytes from 9 back; checksums correct)",
+        &|p| {
+            let content = options_run(p, 2);
+            let block = one_match_block(&content, 13, 9, 5);
+            lz4_block_frame(p.settings(), &block, content.len() as u32)
+        },
+    )
+}
+
+fn fault_lz4_last_match_too_late(ctx: &mut Ctx, v: &mut Verdict) {
+    fault(
+        ctx,
+        v,
+        "LZ4-6",
+        true,
+        "three OPTIONS envelopes in one LZ4 block whose one match starts 11 bytes before the end (LZ4 asks for 12; 7 closing literals, checksums correct)",
+        &|p| {
+            let content = options_run(p, 3);
+            let block = one_match_block(&content, 16, 9, 4);
+            lz4_block_frame(p.settings(), &block, content.len() as u32)
         },
     )
 }
@@ -1156,6 +1188,14 @@ pub const RUNS: &[(&str, Run)] = &[
     ("probe.fault-checksum-bit", fault_checksum_bit),
     ("probe.fault-lz4-malformed", fault_lz4_malformed),
     ("probe.fault-lz4-length", fault_lz4_length),
+    (
+        "probe.fault-lz4-ends-after-match",
+        fault_lz4_ends_after_match,
+    ),
+    (
+        "probe.fault-lz4-last-match-too-late",
+        fault_lz4_last_match_too_late,
+    ),
     ("probe.fault-interleave", fault_interleave),
     ("probe.fault-overshoot", fault_overshoot),
     ("probe.fault-empty-continuation", fault_empty_continuation),

@@ -2,7 +2,7 @@
 //! every format and payload checksum where its point applies to all of them.
 
 use super::{Case, Direction, Group, Input, DEFAULT_MAX_BODY};
-use crate::lz4_by_hand::one_match_block;
+use crate::lz4_by_hand::{lz4_block_frame, one_match_block};
 use cqlframe::checksum::{bitwise, PayloadChecksum};
 use cqlframe::encoder::{write_raw, FrameEncoder, SplitPolicy};
 use cqlframe::envelope::{envelope_bytes, Opcode};
@@ -516,18 +516,7 @@ fn invalid(c: &mut Cases, s: FrameSettings) {
 fn lz4_only(c: &mut Cases) {
     for checksum in [PayloadChecksum::Crc32, PayloadChecksum::Crc32c] {
         let s = FrameSettings::new(Format::Lz4, checksum);
-        let with_block = |block: &[u8], declared: u32| {
-            let header = FrameHeader::new(
-                Format::Lz4,
-                block.len() as u32,
-                declared,
-                true,
-                s.checksum_bit(),
-            );
-            let mut out = Vec::new();
-            write_raw(&header, block, checksum.compute(block), &mut out);
-            out
-        };
+        let with_block = |block: &[u8], declared: u32| lz4_block_frame(s, block, declared);
         let rows = result(1, 20_000);
         c.add(
             s,
