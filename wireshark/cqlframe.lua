@@ -121,6 +121,7 @@ local EXPERTS = {
     sequence_fill = { "Sequence frames not filled", G.SEQUENCE, S.NOTE },
     not_envelope = { "Connection does not start with an envelope", G.PROTOCOL, S.ERROR },
     before_response = { "Client sent data before the STARTUP response", G.SEQUENCE, S.ERROR },
+    unpaired_response = { "Response that answers no outstanding request before the switch", G.SEQUENCE, S.ERROR },
     unframed_after_switch = { "Unframed envelope after the switch to framing", G.PROTOCOL, S.ERROR },
     neg_unlisted = { "FRAME_CHECKSUM not offered by the server", G.PROTOCOL, S.WARN },
     after_error = { "Decoded after a framing error", G.SEQUENCE, S.NOTE },

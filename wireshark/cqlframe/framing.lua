@@ -171,6 +171,13 @@ function M.direction(conv, key, role)
     return d
 end
 
+--- A shallow copy of the array `t`.
+local function copy(t)
+    local r = {}
+    for i = 1, #t do r[i] = t[i] end
+    return r
+end
+
 local function other(conv, dir)
     for k, d in pairs(conv.dirs) do
         if k ~= dir.key then return d end
@@ -323,9 +330,47 @@ local function envelope_checks(conv, dir, env, framed)
     return refused
 end
 
--- Handshake bookkeeping for an unframed envelope (LIFE-1..LIFE-9, NEG-1..NEG-8).
+-- Before the switch a response pairs with an outstanding request of the client by stream id;
+-- an ERROR in another version than a request's refuses the version on any stream (LIFE-11).
+-- Anything else breaks LIFE-13, and the client stops. conv.outstanding lists { stream, protocol }
+-- of the client's requests not yet answered; it is replaced, never changed in place, so that
+-- snapshots may share it. Judged only on a connection captured from its start.
+local function pair_response(conv, dir, env, rec)
+    local outstanding = conv.outstanding or {}
+    local refusal, answered, rest = false, false, {}
+    for _, r in ipairs(outstanding) do
+        if env.opcode == 0x00 and r.protocol ~= env.protocol then refusal = true end
+        if r.stream == env.stream and not answered then
+            answered = true
+        else
+            rest[#rest + 1] = r
+        end
+    end
+    conv.outstanding = rest
+    local st = conv.startup
+    local on_startup = st ~= nil and env.stream == st.stream
+    local startup_answer = on_startup and (env.opcode == 0x00 or env.opcode == 0x02 or env.opcode == 0x03)
+    if refusal or startup_answer or (answered and not on_startup) or not dir.at_start then
+        return true
+    end
+    framing_error(dir, rec, "unpaired_response", "LIFE-13", string.format("before the switch the server sent %s on stream %d, which answers no outstanding request", M.OPCODES[env.opcode] or string.format("opcode 0x%02x", env.opcode), env.stream))
+    dir.mode = "stopped"
+    dir.stop_reason = "LIFE-13"
+    return false
+end
+
+-- Handshake bookkeeping for an unframed envelope (LIFE-1..LIFE-9, NEG-1..NEG-8, LIFE-13).
 local function handshake(conv, dir, env, s, pos, rec)
     local body, stop = pos + 9, pos + 8 + env.length
+    if not conv.legacy and conv.negotiated == nil then
+        if env.response then
+            if not pair_response(conv, dir, env, rec) then return end
+        elseif conv.startup == nil then
+            local outstanding = copy(conv.outstanding or {})
+            outstanding[#outstanding + 1] = { stream = env.stream, protocol = env.protocol }
+            conv.outstanding = outstanding
+        end
+    end
     if env.opcode == 0x01 and not env.response then
         local opts = read_map(s, body, stop, read_string) or {}   -- [string map]
         if env.protocol >= 5 then
@@ -627,14 +672,8 @@ end
 
 --- A copy of the state that process() may change, so that a packet can be decoded again
 --- (Wireshark revisits packets) from exactly the state it was first decoded in.
-local function copy(t)
-    local r = {}
-    for i = 1, #t do r[i] = t[i] end
-    return r
-end
-
 function M.snapshot(conv)
-    local c = { startup = conv.startup, supported = conv.supported, negotiated = conv.negotiated, legacy = conv.legacy, dirs = {} }
+    local c = { startup = conv.startup, supported = conv.supported, negotiated = conv.negotiated, legacy = conv.legacy, outstanding = conv.outstanding, dirs = {} }
     for k, d in pairs(conv.dirs) do
         local nd = {}
         for f, v in pairs(d) do nd[f] = v end

@@ -203,8 +203,9 @@ pub struct Connection {
     /// Bytes sent so far.
     sent: u64,
     advertised_checksums: Option<Vec<String>>,
-    /// Client: stream ids of the unframed requests sent and not yet answered (LIFE-13).
-    outstanding: Vec<i16>,
+    /// Client: stream ids and protocol versions of the unframed requests sent and not yet
+    /// answered (LIFE-13).
+    outstanding: Vec<(i16, u8)>,
     /// Server: what to do with bytes that follow STARTUP before its response.
     early_bytes: EarlyBytes,
     /// Stream offset from which received bytes are framed, once switched.
@@ -503,29 +504,36 @@ impl Connection {
             .then_some(ErrorKind::MissingBetaFlag)
     }
 
-    /// Client: pairs an unframed response with its request by stream id (LIFE-13). Checked while
-    /// STARTUP is outstanding, where taking one answer for another would decide the switch
-    /// wrongly; an ERROR in another version refuses the version on any stream (LIFE-11).
+    /// Client: pairs an unframed response with its request by stream id (LIFE-13), before the
+    /// switch: before STARTUP and while it is outstanding, where taking one answer for another
+    /// would decide the switch wrongly. An ERROR in another version than a request's refuses
+    /// the version, on any stream (LIFE-11).
     fn pair_response(&mut self, h: &EnvelopeHeader, offset: u64) -> Result<(), FramingError> {
         if self.role != Role::Client {
             return Ok(());
         }
-        let answered = self.outstanding.iter().position(|&s| s == h.stream);
+        let startup_stream = match &self.phase {
+            Phase::Handshake => None,
+            Phase::AwaitingResponse(startup) => Some(startup.stream),
+            Phase::Unframed | Phase::Framed(_) => return Ok(()),
+        };
+        let op = Opcode::from_u8(h.opcode);
+        let refusal = op == Some(Opcode::Error)
+            && self
+                .outstanding
+                .iter()
+                .any(|&(_, version)| h.version != version | RESPONSE_BIT);
+        let answered = self.outstanding.iter().position(|&(s, _)| s == h.stream);
         if let Some(i) = answered {
             self.outstanding.remove(i);
         }
-        let Phase::AwaitingResponse(startup) = &self.phase else {
-            return Ok(());
-        };
-        let op = Opcode::from_u8(h.opcode);
-        let refusal = op == Some(Opcode::Error) && h.version != startup.version | RESPONSE_BIT;
-        let startup_answer = h.stream == startup.stream
+        let startup_answer = Some(h.stream) == startup_stream
             && matches!(
                 op,
                 Some(Opcode::Ready | Opcode::Authenticate | Opcode::Error)
             );
-        let options_answer = answered.is_some() && h.stream != startup.stream;
-        if refusal || startup_answer || options_answer {
+        let other_answer = answered.is_some() && Some(h.stream) != startup_stream;
+        if refusal || startup_answer || other_answer {
             return Ok(());
         }
         Err(FramingError::new(
@@ -593,7 +601,7 @@ impl Connection {
     fn after_unframed_sent(&mut self, envelope: &Envelope<'_>) {
         let h = envelope.header;
         if self.role == Role::Client && matches!(self.phase, Phase::Handshake) {
-            self.outstanding.push(h.stream);
+            self.outstanding.push((h.stream, h.protocol_version()));
         }
         match (self.role, &self.phase, Opcode::from_u8(h.opcode)) {
             (Role::Client, Phase::Handshake, Some(Opcode::Startup)) => {

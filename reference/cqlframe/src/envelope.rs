@@ -93,6 +93,17 @@ pub enum SplitError {
     TruncatedBody { offset: usize },
 }
 
+impl SplitError {
+    /// Where the envelope at fault starts: the bytes before it are whole envelopes.
+    pub fn offset(self) -> usize {
+        match self {
+            SplitError::TruncatedHeader { offset }
+            | SplitError::NegativeLength { offset }
+            | SplitError::TruncatedBody { offset } => offset,
+        }
+    }
+}
+
 /// Cuts concatenated whole envelopes apart by their length fields.
 pub fn split_envelopes(mut bytes: &[u8]) -> Result<Vec<&[u8]>, SplitError> {
     let mut out = Vec::new();

@@ -570,6 +570,61 @@ fn version_probes_are_refused_not_errors() {
     );
 }
 
+// LIFE-13 before STARTUP too: an answer pairs with an OPTIONS sent, once; anything else (an
+// answer with nothing asked, a second answer, an EVENT) is the server's violation, while the
+// refusal of the OPTIONS's version comes on any stream (LIFE-11).
+#[test]
+fn answers_before_startup_pair_with_requests() {
+    let supported = envelope_bytes(
+        0x85,
+        0,
+        0,
+        Opcode::Supported,
+        &body::string_multimap(&[("COMPRESSION", vec!["lz4"])]),
+    );
+    let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
+    assert_eq!(refused(&mut client(), &supported), "LIFE-13");
+
+    let mut c = client();
+    send(&mut c, &mut Vec::new(), &options);
+    receive(&mut c, &supported, &mut Seen::default()).unwrap();
+    assert_eq!(refused(&mut c, &supported), "LIFE-13");
+
+    let mut c = client();
+    send(&mut c, &mut Vec::new(), &options);
+    let event = envelope_bytes(0x85, 0, -1, Opcode::Event, &[]);
+    assert_eq!(refused(&mut c, &event), "LIFE-13");
+
+    let mut c = client();
+    send(
+        &mut c,
+        &mut Vec::new(),
+        &envelope_bytes(6, FLAG_USE_BETA, 3, Opcode::Options, &[]),
+    );
+    let refusal = envelope_bytes(
+        0x85,
+        0,
+        0,
+        Opcode::Error,
+        &body::error(body::PROTOCOL_ERROR, "v6 unsupported"),
+    );
+    receive(&mut c, &refusal, &mut Seen::default()).unwrap();
+    let same_version_error = envelope_bytes(
+        0x86,
+        FLAG_USE_BETA,
+        0,
+        Opcode::Error,
+        &body::error(body::PROTOCOL_ERROR, "no"),
+    );
+    let mut c = client();
+    send(
+        &mut c,
+        &mut Vec::new(),
+        &envelope_bytes(6, FLAG_USE_BETA, 3, Opcode::Options, &[]),
+    );
+    assert_eq!(refused(&mut c, &same_version_error), "LIFE-13");
+}
+
 // LIFE-3, LIFE-13: two OPTIONS and STARTUP sent without waiting. The answers pair with the
 // requests by stream id, in any order; an ERROR answering an OPTIONS switches nothing; only the
 // response on the STARTUP's stream switches; an envelope that answers no outstanding request

@@ -6,6 +6,7 @@ use cqlframe::connection::ServerOptions;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+use super::server::Provocation;
 use crate::verdict::Level;
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -178,6 +179,10 @@ pub struct ServerScript {
     /// rejected, after which both sides frame uncompressed with CRC32 (LIFE-8).
     #[serde(default)]
     pub startup_error: bool,
+    /// Before answering STARTUP with READY, send an unframed response that pairs with no request
+    /// ([`super::frames::stray_envelope`]): a client closes the connection (LIFE-13).
+    #[serde(default)]
+    pub unpaired_response: bool,
     /// Stream of the ERROR refusing a protocol version: `request` (the refused envelope's) or
     /// `zero` (what Apache Cassandra does, whatever the request's stream).
     #[serde(default = "default_refusal_stream")]
@@ -242,6 +247,17 @@ fn default_capacity() -> usize {
 }
 
 impl ServerScript {
+    /// What the script has the server do after which a client closes the connection.
+    pub fn provocation(&self) -> Option<Provocation> {
+        if self.startup_error {
+            Some(Provocation::StartupError)
+        } else if self.unpaired_response {
+            Some(Provocation::UnpairedResponse)
+        } else {
+            None
+        }
+    }
+
     /// What the server's `Connection` accepts, and its SUPPORTED lists.
     pub fn server_options(&self) -> ServerOptions {
         ServerOptions {

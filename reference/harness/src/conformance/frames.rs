@@ -145,8 +145,9 @@ fn serialise(frames: &[OutFrame]) -> Vec<u8> {
     out
 }
 
-/// The extra envelope an overshooting sequence carries: a Void RESULT on stream 0x7ff0.
-fn stray_envelope(version_byte: u8) -> Vec<u8> {
+/// An envelope that answers no request: a Void RESULT on stream 0x7ff0, which drivers leave
+/// unused. An overshooting sequence carries it, and so does the unpaired response before READY.
+pub fn stray_envelope(version_byte: u8) -> Vec<u8> {
     cqlframe::envelope::envelope_bytes(
         version_byte,
         0,

@@ -424,7 +424,7 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
             Expect::Reject => fault_checks(case, &app, &obs, &mut checks),
         }
     }
-    startup_error_checks(case, &obs, unsupported.is_some(), &mut checks);
+    provocation_checks(case, &obs, unsupported.is_some(), &mut checks);
     // UNSUPPORTED says why; not opting in is moot then.
     let informational = opt_in(case, &obs, &mut checks).filter(|_| unsupported.is_none());
     if let Some(i) = &informational {
@@ -657,26 +657,25 @@ fn fault_checks(case: &Case, app: &Application, obs: &Observations, checks: &mut
     }
 }
 
-/// LIFE-10: after an ERROR response to STARTUP the client should close the connection; and a
-/// case scripted with that ERROR must have sent it.
-fn startup_error_checks(
-    case: &Case,
-    obs: &Observations,
-    unsupported: bool,
-    checks: &mut Vec<Check>,
-) {
-    for c in obs.connections.iter().filter(|c| c.startup_error) {
-        let after = if c.negotiated.is_some() {
-            "framed (LIFE-8), "
+/// LIFE-10, LIFE-13: after the server's provocation (an ERROR response to STARTUP, a response to
+/// no request) the client closes the connection; and a case scripted with one must have made it.
+fn provocation_checks(case: &Case, obs: &Observations, unsupported: bool, checks: &mut Vec<Check>) {
+    for c in &obs.connections {
+        let Some(p) = c.provocation else {
+            continue;
+        };
+        let (id, conn) = (c.id, p.connection());
+        let framed = if c.negotiated.is_some() {
+            "framed, "
         } else {
             ""
         };
-        let (status, message) = if c.requests_after_startup_error > 0 {
+        let (status, message) = if c.requests_after_provocation > 0 {
             (
                 Status::Fail,
                 format!(
-                    "connection {}: the driver sent {} more requests, {after}on the connection whose STARTUP got ERROR instead of closing it",
-                    c.id, c.requests_after_startup_error
+                    "connection {id}: the driver sent {} more requests, {framed}on the connection {conn} instead of closing it",
+                    c.requests_after_provocation
                 ),
             )
         } else if c
@@ -686,30 +685,28 @@ fn startup_error_checks(
         {
             (
                 Status::Fail,
-                format!(
-                    "connection {}: the driver kept the connection whose STARTUP got ERROR open until the end of the case",
-                    c.id
-                ),
+                format!("connection {id}: the driver kept the connection {conn} open until the end of the case"),
             )
         } else {
             (
                 Status::Pass,
-                format!(
-                    "connection {}: the driver closed the connection after the ERROR response to STARTUP, sending nothing more",
-                    c.id
-                ),
+                format!("connection {id}: the driver closed the connection {conn}, sending nothing more"),
             )
         };
-        checks.push(check("LIFE-10", Level::Should, status, message));
+        checks.push(check(p.rule(), p.level(), status, message));
     }
-    if case.server.startup_error && !unsupported && !obs.connections.iter().any(|c| c.startup_error)
-    {
-        checks.push(check(
-            &case.rules[0],
-            case.level,
-            Status::Fail,
-            "no STARTUP reached the server: the case's ERROR response was never sent",
-        ));
+    if let Some(p) = case.server.provocation() {
+        if !unsupported && !obs.connections.iter().any(|c| c.provocation == Some(p)) {
+            checks.push(check(
+                &case.rules[0],
+                case.level,
+                Status::Fail,
+                format!(
+                    "no STARTUP reached the server: the case's {} was never sent",
+                    p.what()
+                ),
+            ));
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use super::frames::{self, Layout, OutFrame};
 use super::limits::Limits;
 use crate::cql::{self as cql, Route};
 use crate::rules::{Direction, Judge, Tally};
+use crate::verdict::Level;
 use cqlframe::body;
 use cqlframe::connection::{Connection, ConnectionEvent, Negotiated};
 use cqlframe::decoder::{Decoder, Event};
@@ -41,6 +42,49 @@ pub struct LogEntry {
     pub text: String,
 }
 
+/// Something the server does on purpose, after which a client closes the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Provocation {
+    /// STARTUP answered with ERROR (script `startup_error`): the client should close (LIFE-10).
+    StartupError,
+    /// An unframed response to no request before READY (script `unpaired_response`): the
+    /// client must close (LIFE-13).
+    UnpairedResponse,
+}
+
+impl Provocation {
+    pub fn rule(self) -> &'static str {
+        match self {
+            Provocation::StartupError => "LIFE-10",
+            Provocation::UnpairedResponse => "LIFE-13",
+        }
+    }
+
+    pub fn level(self) -> Level {
+        match self {
+            Provocation::StartupError => Level::Should,
+            Provocation::UnpairedResponse => Level::Must,
+        }
+    }
+
+    /// What the server sends.
+    pub fn what(self) -> &'static str {
+        match self {
+            Provocation::StartupError => "ERROR response to STARTUP",
+            Provocation::UnpairedResponse => "response to no request",
+        }
+    }
+
+    /// The connection, as the judge's messages name it.
+    pub fn connection(self) -> &'static str {
+        match self {
+            Provocation::StartupError => "whose STARTUP got ERROR",
+            Provocation::UnpairedResponse => "on which a response to no request came before READY",
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ConnRecord {
     pub id: usize,
@@ -60,10 +104,11 @@ pub struct ConnRecord {
     pub requests: u32,
     /// Requests received on this connection well after a fault was written on it.
     pub requests_after_fault: u32,
-    /// The server answered this connection's STARTUP with ERROR (script `startup_error`).
-    pub startup_error: bool,
-    /// Requests the driver sent on the connection after that ERROR.
-    pub requests_after_startup_error: u32,
+    /// What the server did on this connection, on the script's orders, after which a client
+    /// closes it.
+    pub provocation: Option<Provocation>,
+    /// Requests the driver sent on the connection after that.
+    pub requests_after_provocation: u32,
     /// OPTIONS requests received framed, after the switch.
     pub framed_options: u32,
     pub log: Vec<LogEntry>,
@@ -602,8 +647,8 @@ impl Conn {
             if faulted_conn {
                 r.requests_after_fault += 1;
             }
-            if r.startup_error {
-                r.requests_after_startup_error += 1;
+            if r.provocation.is_some() {
+                r.requests_after_provocation += 1;
             }
             if !unframed && op == Some(Opcode::Options) {
                 r.framed_options += 1;
@@ -654,7 +699,9 @@ impl Conn {
                     cqlframe::connection::negotiate(version, &options, &script.server_options());
                 match decided {
                     _ if script.startup_error => {
-                        self.shared.with_conn(self.id, |r| r.startup_error = true);
+                        self.shared.with_conn(self.id, |r| {
+                            r.provocation = Some(Provocation::StartupError)
+                        });
                         (
                             Opcode::Error,
                             body::error(
@@ -671,6 +718,10 @@ impl Conn {
                         let mut b = Vec::new();
                         cql::put_string(&mut b, "org.apache.cassandra.auth.PasswordAuthenticator");
                         (Opcode::Authenticate, b)
+                    }
+                    Ok(_) if script.unpaired_response => {
+                        self.send_unpaired(version);
+                        (Opcode::Ready, vec![])
                     }
                     Ok(_) => (Opcode::Ready, vec![]),
                 }
@@ -733,6 +784,21 @@ impl Conn {
             _ => String::new(),
         };
         self.respond(envelope, opcode, h.stream, what, target);
+    }
+
+    /// Writes the unframed response that answers no request (script `unpaired_response`), past
+    /// the server's own Connection, which would refuse it.
+    fn send_unpaired(&mut self, version: u8) {
+        self.shared.log(
+            self.id,
+            "s2c",
+            "FAULT: unframed RESULT Void on stream 32752 (0x7ff0), which no request uses (LIFE-13)"
+                .to_string(),
+        );
+        self.write(&frames::stray_envelope(version | RESPONSE_BIT));
+        self.shared.with_conn(self.id, |r| {
+            r.provocation = Some(Provocation::UnpairedResponse)
+        });
     }
 
     /// The RESULT body for a query, and whether it is a target of the fault (ks.t rows).

@@ -26,6 +26,14 @@ impl Direction {
         }
     }
 
+    /// The other direction of the connection.
+    pub fn other(self) -> Direction {
+        match self {
+            Direction::ClientToServer => Direction::ServerToClient,
+            Direction::ServerToClient => Direction::ClientToServer,
+        }
+    }
+
     /// Who wrote the bytes.
     pub fn sender(self) -> &'static str {
         match self {

@@ -42,10 +42,20 @@ enum Mode {
     Stopped,
 }
 
+/// What a paired direction still needs from the other one, whose judging has stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Orphan {
+    /// Nothing: the other side's handshake envelopes it needed were all shown.
+    No,
+    /// Client to server: the STARTUP response; judged up to its STARTUP, then stopped.
+    AfterStartup,
+}
+
 #[derive(Debug)]
 struct Side {
     mode: Mode,
     checks: SenderChecks,
+    orphan: Orphan,
 }
 
 /// The judge of one connection.
@@ -116,6 +126,7 @@ impl Judge {
             sides: Direction::BOTH.map(|d| Side {
                 mode: Mode::Paired,
                 checks: SenderChecks::new(d),
+                orphan: Orphan::No,
             }),
         }
     }
@@ -170,6 +181,9 @@ impl Judge {
 
     /// Judges the next `bytes` that `d`'s sender wrote; findings are appended to `out`.
     pub fn receive(&mut self, d: Direction, bytes: &[u8], out: &mut Vec<Finding>) {
+        if self.sides[d.index()].orphan == Orphan::AfterStartup && self.startup.is_some() {
+            self.stop(d);
+        }
         let start = out.len();
         match self.sides[d.index()].mode {
             Mode::Stopped => return,
@@ -178,6 +192,26 @@ impl Judge {
         }
         if out[start..].iter().any(|f| f.fatal) {
             self.stop(d);
+            self.orphan(d.other());
+        }
+    }
+
+    /// `d`'s sender's handshake envelopes are not shown to the other direction's receiver any
+    /// more. Before the switch that receiver learns from them where its sender switches: a
+    /// server's from the STARTUP response, a client's from the requests its responses answer.
+    /// Without them, judging it further would report what the missing envelopes explain (a
+    /// client's framed bytes as sent before the STARTUP response, a server's answers as
+    /// unpaired), so it stops where it would need them.
+    fn orphan(&mut self, d: Direction) {
+        if !matches!(self.sides[d.index()].mode, Mode::Paired) {
+            return;
+        }
+        match d {
+            Direction::ClientToServer if !self.responded => {
+                self.sides[d.index()].orphan = Orphan::AfterStartup;
+            }
+            Direction::ServerToClient if self.startup.is_none() => self.stop(d),
+            _ => {}
         }
     }
 
@@ -240,7 +274,13 @@ impl Judge {
         let result = receiver.receive(bytes, &mut |event| {
             match event {
                 // A version probe: the server answers it with its refusal; no rule is broken.
-                ConnectionEvent::Refused { .. } => checks.stats.unframed_envelopes += 1,
+                // The client's probes are shown to `client`, whose answer they await (LIFE-13).
+                ConnectionEvent::Refused { envelope, .. } => {
+                    checks.stats.unframed_envelopes += 1;
+                    if client_side && startup.is_none() {
+                        let _ = peer.send(&[&envelope.to_bytes()], &mut Vec::new());
+                    }
+                }
                 ConnectionEvent::Unframed { offset, envelope } => {
                     checks.stats.unframed_envelopes += 1;
                     let h = envelope.header;

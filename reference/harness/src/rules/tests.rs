@@ -169,3 +169,103 @@ fn a_refused_unframed_envelope_is_not_judged_as_framed() {
     assert_eq!(judge.stats(C2S).envelopes, 0);
     assert_eq!(judge.stats(C2S).unframed_envelopes, 1);
 }
+
+// LIFE-13: a server's response to no request, before READY, is fatal for the server's side. The
+// client's side is judged through its STARTUP and then stops: the judge never sees the STARTUP
+// response, so the client's framed bytes after READY are not taken for bytes sent before it.
+#[test]
+fn an_unpaired_response_stops_the_client_side_after_its_startup() {
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    judge.receive(C2S, &startup(&[]), &mut found);
+    let unpaired = envelope_bytes(0x85, 0, 0x7ff0, Opcode::Result, &1i32.to_be_bytes());
+    judge.receive(S2C, &unpaired, &mut found);
+    assert_eq!(rules(&found), vec![("LIFE-13", Level::Must, S2C, true)]);
+    judge.receive(
+        S2C,
+        &envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]),
+        &mut found,
+    );
+    let options = envelope_bytes(5, 0, 2, Opcode::Options, &[]);
+    judge.receive(
+        C2S,
+        &framed(FrameSettings::default(), &[options]),
+        &mut found,
+    );
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(judge.stopped(C2S) && judge.stopped(S2C));
+}
+
+// Before its STARTUP the client's side still judges on its own: a server that answers what was
+// never asked leaves the client's OPTIONS and STARTUP judged.
+#[test]
+fn the_client_side_is_judged_up_to_its_startup_after_the_server_side_stopped() {
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    let unpaired = envelope_bytes(0x85, 0, 0x7ff0, Opcode::Result, &1i32.to_be_bytes());
+    judge.receive(S2C, &unpaired, &mut found);
+    assert_eq!(rules(&found), vec![("LIFE-13", Level::Must, S2C, true)]);
+    let request_with_response_bit = envelope_bytes(0x85, 0, 1, Opcode::Options, &[]);
+    judge.receive(C2S, &request_with_response_bit, &mut found);
+    assert_eq!(rules(&found[1..]), vec![("ENV-2", Level::Must, C2S, false)]);
+    judge.receive(C2S, &startup(&[]), &mut found);
+    assert!(!judge.stopped(C2S));
+    judge.receive(
+        C2S,
+        &envelope_bytes(5, 0, 2, Opcode::Options, &[]),
+        &mut found,
+    );
+    assert!(judge.stopped(C2S));
+    assert_eq!(found.len(), 2, "{found:#?}");
+}
+
+// The other way round: a client whose bytes are fatal before its STARTUP leaves the server's
+// answers unpairable (they may answer what the judge never saw), so the server's side stops.
+#[test]
+fn a_fatal_client_error_before_startup_stops_the_server_side() {
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    let mut garbage = envelope_bytes(5, 0, 1, Opcode::Options, &[]);
+    garbage[5..9].copy_from_slice(&(-1i32).to_be_bytes());
+    judge.receive(C2S, &garbage, &mut found);
+    assert!(
+        found.iter().any(|f| f.fatal && f.direction == C2S),
+        "{found:#?}"
+    );
+    assert!(judge.stopped(C2S) && judge.stopped(S2C));
+}
+
+// A version probe (an OPTIONS in DSE's version 0x42, as the Java and Python drivers send first)
+// is refused by the server-role side and still awaits its answer on the client-role side: the
+// server's refusal (a v5 ERROR on its stream) pairs with it, and the handshake that follows is
+// judged to the end.
+#[test]
+fn a_refused_version_probe_pairs_with_its_refusal() {
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    judge.receive(
+        C2S,
+        &envelope_bytes(0x42, 0, 0, Opcode::Options, &[]),
+        &mut found,
+    );
+    let refusal = envelope_bytes(
+        0x85,
+        0,
+        0,
+        Opcode::Error,
+        &body::error(
+            body::PROTOCOL_ERROR,
+            "Invalid or unsupported protocol version (66)",
+        ),
+    );
+    judge.receive(S2C, &refusal, &mut found);
+    found.extend(switched(&mut judge, &[]));
+    let options = envelope_bytes(5, 0, 2, Opcode::Options, &[]);
+    judge.receive(
+        C2S,
+        &framed(FrameSettings::default(), &[options]),
+        &mut found,
+    );
+    assert!(found.is_empty(), "{found:#?}");
+    assert_eq!(judge.stats(C2S).envelopes, 1);
+}

@@ -68,10 +68,13 @@ impl Session {
 
     fn client_side(&self, chunking: Option<&[usize]>) -> Value {
         let mut client = Connection::new(Role::Client, MAX_BODY, SplitPolicy::DRIVERS);
+        // What the client sent before the switch, as far as it is whole envelopes: the server's
+        // answers pair with those (LIFE-13).
         let sent = &self.client[..self.client_switch.unwrap_or(self.client.len())];
-        if let Ok(envelopes) = split_envelopes(sent) {
-            let _ = client.send(&envelopes, &mut Vec::new());
-        }
+        let whole = split_envelopes(sent)
+            .or_else(|e| split_envelopes(&sent[..e.offset()]))
+            .unwrap_or_default();
+        let _ = client.send(&whole, &mut Vec::new());
         let mut side = Side::default();
         side.feed(&mut client, &self.server, chunking);
         side.json()
@@ -613,6 +616,8 @@ fn violations() -> Vec<Case> {
         case("crc32c-asked-of-old-server", "The client asks for CRC32C though SUPPORTED did not list it; the old server ignores the key and frames with CRC32: the client rejects the first frame.", &["NEG-4", "RECV-3", "FMT-13"], Some("RECV-3"),
             Session { server_options: ServerOptions { checksums: None, ..ServerOptions::default() },
                 ..plain(crc32c_startup.clone(), old_server, Some(crc32c_startup.len()), Some(ready.len()), crc32c_startup.len()) }),
+        case("unpaired-before-startup", "Before STARTUP the server answers the client's one OPTIONS twice: the second SUPPORTED answers no outstanding request, and the client stops (LIFE-13, at its first byte).", &["LIFE-13", "LIFE-3"], Some("LIFE-13"),
+            plain(options.clone(), [supported_answer.clone(), supported_answer.clone()].concat(), None, None, options.len())),
         case("unframed-negative-length", "Before the switch the client sends OPTIONS, then an envelope header with body length -2: the server cannot find the next envelope and stops (ENV-3, at the envelope's first byte).", &["LIFE-1", "ENV-3"], Some("ENV-3"),
             plain(negative_length.clone(), supported_answer.clone(), None, None, negative_length.len())),
         case("unframed-truncated", "Before the switch the client sends OPTIONS, then the stream ends inside a STARTUP: a truncation (RECV-9, at the STARTUP's first byte).", &["LIFE-1", "RECV-9"], Some("RECV-9"),
