@@ -126,6 +126,7 @@ local EXPERTS = {
     neg_unlisted = { "FRAME_CHECKSUM not offered by the server", G.PROTOCOL, S.WARN },
     after_error = { "Decoded after a framing error", G.SEQUENCE, S.NOTE },
     unsynchronised = { "Not synchronised with the frame stream", G.UNDECODED, S.NOTE },
+    orphaned = { "Not decoded: the server's direction stopped before the switch", G.UNDECODED, S.NOTE },
     switch = { "Switch to framing", G.SEQUENCE, S.CHAT },
     no_switch = { "No switch to framing", G.SEQUENCE, S.NOTE },
     detected = { "Frame format detected from a verified CRC24", G.SEQUENCE, S.CHAT },
@@ -342,6 +343,9 @@ local function render(root, tvb, off, rec, dir, conv, pinfo, ctx)
         local it = root:add(pf.undecoded, tvb(off, rec.length))
         if rec.unsynchronised then
             it:add_proto_expert_info(ef.unsynchronised, "no frame header with a valid CRC24 or envelope header at the start of this data")
+        end
+        if rec.orphaned then
+            it:add_proto_expert_info(ef.orphaned, "the server's direction stopped at a framing error before the STARTUP response: where the client switches to framing is unknown")
         end
         if rec.after_error then
             it:add_proto_expert_info(ef.after_error, string.format("after the framing error (%s) at stream offset %d: frame boundaries are lost (RECV-11)", rec.after_error.rule, rec.after_error.offset))

@@ -8,7 +8,8 @@
 --   "await"     the client sent STARTUP (v5+) and waits for the response (LIFE-6)
 --   "framed"    frames of conv format/checksum (LIFE-4, LIFE-5, NEG-1, NEG-5)
 --   "stopped"   a header failed its CRC24 (or the stream never synchronised): frame boundaries
---               are lost; everything after it is shown as undecoded (RECV-1, RECV-11)
+--               are lost; everything after it is shown as undecoded (RECV-1, RECV-11); or the
+--               other direction stopped before the switch, which this one needed ("orphaned")
 --
 -- pdu(conv, dir, s, pos, avail, opts) looks at the next unit (one envelope or one frame) and
 -- returns its length, or needs more bytes; process(conv, dir, s, pos, len, ctx, opts) decodes
@@ -376,6 +377,7 @@ local function handshake(conv, dir, env, s, pos, rec)
         if env.protocol >= 5 then
             conv.startup = { stream = env.stream, protocol = env.protocol, options = opts, dir = dir.key }
             dir.mode = "await"
+            if dir.orphaned then dir.mode, dir.stop_reason = "stopped", "orphaned" end
             dir.role = "client"
             local fc = opts.FRAME_CHECKSUM
             if fc and fc:lower() ~= "crc32" then
@@ -525,16 +527,18 @@ local function sequence_frame(conv, dir, rec, content, ctx, opts)
             if seq.frames[i].length < M.SEQUENCE_FILL_FLOOR then short[#short + 1] = seq.frames[i].length end
         end
         if #short > 0 then
-            finding(dir, rec.findings, "sequence_fill", "SEND-7", string.format("frames of the sequence but the last hold fewer than %d bytes (%s): a recommendation", M.SEQUENCE_FILL_FLOOR, table.concat(short, ", ")))
+            -- at most 8 lengths: Wireshark cuts an expert info's text at 240 bytes, rule ID and all
+            local listed = table.concat(short, ", ", 1, math.min(#short, 8))
+            if #short > 8 then listed = string.format("%s, ... %d frames in all", listed, #short) end
+            finding(dir, rec.findings, "sequence_fill", "SEND-7", string.format("frames of the sequence but the last hold fewer than %d bytes (%s): a recommendation", M.SEQUENCE_FILL_FLOOR, listed))
         end
         rec.sequence.complete = true
         dir.seq = nil
     end
 end
 
---- Decodes the unit of `len` bytes at s[pos..] (as found by pdu()) and advances the state.
---- ctx = { number = packet number }; opts = { verify = bool, max_body = n }.
-function M.process(conv, dir, s, pos, len, kind, ctx, opts)
+-- Decodes one unit; M.process below adds what a framing error means for the other direction.
+local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
     local rec = { offset = dir.offset, pos = pos, length = len, findings = {}, envelopes = {} }
     if dir.first_error and dir.mode ~= "stopped" then
         rec.after_error = dir.first_error
@@ -568,6 +572,8 @@ function M.process(conv, dir, s, pos, len, kind, ctx, opts)
             dir.mode = "stopped"
         elseif dir.stop_reason == "LIFE-1" and dir.offset == 0 then
             not_envelope(dir, rec, "the connection does not start with an envelope")
+        elseif dir.stop_reason == "orphaned" then
+            rec.orphaned = true
         else
             rec.unsynchronised = dir.first_error == nil
         end
@@ -667,6 +673,32 @@ function M.process(conv, dir, s, pos, len, kind, ctx, opts)
         handshake(conv, dir, env, s, pos, rec)
     end
     dir.offset = dir.offset + len
+    return rec
+end
+
+-- `dir` hit a framing error before the switch. If it is the server's, the client's direction
+-- never learns where it switches (from the STARTUP response): as the kit's judge does, it is
+-- decoded through its STARTUP and no further, instead of taking its framed bytes for bytes sent
+-- before that response (LIFE-6). The server's direction goes on after the client's stopped.
+local function orphan(conv, dir)
+    local o = other(conv, dir)
+    if dir.role ~= "server" or o == nil or o.mode == "stopped" or o.mode == "framed"
+        or conv.negotiated or conv.legacy then
+        return
+    end
+    if o.mode == "await" then
+        o.mode, o.stop_reason = "stopped", "orphaned"
+    else
+        o.orphaned = true
+    end
+end
+
+--- Decodes the unit of `len` bytes at s[pos..] (as found by pdu()) and advances the state.
+--- ctx = { number = packet number }; opts = { verify = bool, max_body = n }.
+function M.process(conv, dir, s, pos, len, kind, ctx, opts)
+    local errors = dir.errors
+    local rec = process_unit(conv, dir, s, pos, len, kind, ctx, opts)
+    if dir.errors > errors then orphan(conv, dir) end
     return rec
 end
 

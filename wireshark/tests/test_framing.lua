@@ -10,7 +10,8 @@
 -- a server receives, the expected result or one of its server_receives_alternatives).
 -- End of input inside a frame or a sequence is RECV-9. Sessions are fed in causal order (the
 -- client up to server_responds_after, the server, the rest of the client: LIFE-6) and
--- compared on both sides, including the switch offsets (LIFE-4, LIFE-5, LIFE-8).
+-- compared on both sides, including the switch offsets (LIFE-4, LIFE-5, LIFE-8). Every
+-- finding's text must fit the 239 bytes Wireshark shows of an expert info, rule ID included.
 
 local root = arg[1] or "."
 package.path = root .. "/wireshark/?.lua;" .. root .. "/wireshark/tests/lib/?.lua;" .. package.path
@@ -62,6 +63,10 @@ local function receiver(conv, key, opts)
             r.cur = r.buf
             local rec = framing.process(conv, dir, r.buf, 1, n, kind, { number = 0 }, opts)
             r.records[#r.records + 1] = rec
+            for _, f in ipairs(rec.findings) do
+                -- Wireshark cuts an expert info's text at 239 bytes (ITEM_LABEL_LENGTH 240)
+                if #framing.describe(f) > 239 then r.too_long = framing.describe(f) end
+            end
             deliver(rec)
             r.buf = r.buf:sub(n + 1)
             want = 1
@@ -117,6 +122,7 @@ local function compare(id, r, outcomes)
         #want.envelopes, tostring(r.error and r.error.rule), tostring(r.error and r.error.offset),
         tostring(wrule), tostring(wrule and want.error.offset),
         #outcomes > 1 and (" or one of " .. (#outcomes - 1) .. " alternatives") or ""))
+    check(r.too_long == nil, id .. ": a finding's text is longer than the 239 bytes Wireshark shows, which cuts off its rule ID: " .. tostring(r.too_long))
 end
 
 local manifest = json.decode(read(root .. "/vectors/manifest.json"))

@@ -1019,42 +1019,31 @@ fn fault_lz4_length(ctx: &mut Ctx, v: &mut Verdict) {
     )
 }
 
-/// `count` OPTIONS envelopes, one after another: 9 bytes each, alike but for their stream ids
-/// (bytes 2 and 3), so a match from one envelope back can take any other bytes of one.
-fn options_run(p: &mut Probe, count: usize) -> Vec<u8> {
-    (0..count)
-        .flat_map(|_| p.envelope(Opcode::Options, &[]).1)
-        .collect()
+/// A fault of one LZ4 block holding `count` OPTIONS envelopes (9 bytes each, alike but for
+/// their stream ids in bytes 2 and 3) with one match of `length` bytes at `start`, taken from
+/// one envelope (9 bytes) back. A server that does not check the block answers SUPPORTED.
+fn options_in_one_match_block(
+    ctx: &mut Ctx,
+    v: &mut Verdict,
+    rule: &str,
+    what: &str,
+    (count, start, length): (usize, usize, usize),
+) {
+    fault(ctx, v, rule, true, what, &|p| {
+        let content: Vec<u8> = (0..count)
+            .flat_map(|_| p.envelope(Opcode::Options, &[]).1)
+            .collect();
+        let block = one_match_block(&content, start, 9, length);
+        lz4_block_frame(p.settings(), &block, content.len() as u32)
+    })
 }
 
 fn fault_lz4_ends_after_match(ctx: &mut Ctx, v: &mut Verdict) {
-    fault(
-        ctx,
-        v,
-        "LZ4-4",
-        true,
-        "two OPTIONS envelopes in one LZ4 block that ends right after a match (the second's last 5 bytes from 9 back; checksums correct)",
-        &|p| {
-            let content = options_run(p, 2);
-            let block = one_match_block(&content, 13, 9, 5);
-            lz4_block_frame(p.settings(), &block, content.len() as u32)
-        },
-    )
+    options_in_one_match_block(ctx, v, "LZ4-4", "two OPTIONS envelopes in one LZ4 block that ends right after a match (the second's last 5 bytes from 9 back; checksums correct)", (2, 13, 5));
 }
 
 fn fault_lz4_last_match_too_late(ctx: &mut Ctx, v: &mut Verdict) {
-    fault(
-        ctx,
-        v,
-        "LZ4-6",
-        true,
-        "three OPTIONS envelopes in one LZ4 block whose one match starts 11 bytes before the end (LZ4 asks for 12; 7 closing literals, checksums correct)",
-        &|p| {
-            let content = options_run(p, 3);
-            let block = one_match_block(&content, 16, 9, 4);
-            lz4_block_frame(p.settings(), &block, content.len() as u32)
-        },
-    )
+    options_in_one_match_block(ctx, v, "LZ4-6", "three OPTIONS envelopes in one LZ4 block whose one match starts 11 bytes before the end (LZ4 asks for 12; 7 closing literals, checksums correct)", (3, 16, 4));
 }
 
 fn fault_interleave(ctx: &mut Ctx, v: &mut Verdict) {

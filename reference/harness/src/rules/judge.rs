@@ -42,20 +42,13 @@ enum Mode {
     Stopped,
 }
 
-/// What a paired direction still needs from the other one, whose judging has stopped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Orphan {
-    /// Nothing: the other side's handshake envelopes it needed were all shown.
-    No,
-    /// Client to server: the STARTUP response; judged up to its STARTUP, then stopped.
-    AfterStartup,
-}
-
 #[derive(Debug)]
 struct Side {
     mode: Mode,
     checks: SenderChecks,
-    orphan: Orphan,
+    /// Client to server: the server's side stopped before the STARTUP response (see
+    /// [`Judge::orphan`]); judged through the STARTUP, then stopped.
+    orphaned: bool,
 }
 
 /// The judge of one connection.
@@ -126,7 +119,7 @@ impl Judge {
             sides: Direction::BOTH.map(|d| Side {
                 mode: Mode::Paired,
                 checks: SenderChecks::new(d),
-                orphan: Orphan::No,
+                orphaned: false,
             }),
         }
     }
@@ -181,7 +174,7 @@ impl Judge {
 
     /// Judges the next `bytes` that `d`'s sender wrote; findings are appended to `out`.
     pub fn receive(&mut self, d: Direction, bytes: &[u8], out: &mut Vec<Finding>) {
-        if self.sides[d.index()].orphan == Orphan::AfterStartup && self.startup.is_some() {
+        if self.sides[d.index()].orphaned && self.startup.is_some() {
             self.stop(d);
         }
         let start = out.len();
@@ -196,22 +189,17 @@ impl Judge {
         }
     }
 
-    /// `d`'s sender's handshake envelopes are not shown to the other direction's receiver any
-    /// more. Before the switch that receiver learns from them where its sender switches: a
-    /// server's from the STARTUP response, a client's from the requests its responses answer.
-    /// Without them, judging it further would report what the missing envelopes explain (a
-    /// client's framed bytes as sent before the STARTUP response, a server's answers as
-    /// unpaired), so it stops where it would need them.
+    /// The other direction of `d` stopped. Before the switch the client's side learns from the
+    /// server's STARTUP response where its sender switches: without it, judging the client
+    /// further would take its framed bytes for bytes sent before that response (LIFE-6), so it
+    /// is judged through its STARTUP and stops there. (The server's side goes on after the
+    /// client's stopped: its answers to the requests already seen still pair with them.)
     fn orphan(&mut self, d: Direction) {
-        if !matches!(self.sides[d.index()].mode, Mode::Paired) {
-            return;
-        }
-        match d {
-            Direction::ClientToServer if !self.responded => {
-                self.sides[d.index()].orphan = Orphan::AfterStartup;
-            }
-            Direction::ServerToClient if self.startup.is_none() => self.stop(d),
-            _ => {}
+        if d == Direction::ClientToServer
+            && matches!(self.sides[d.index()].mode, Mode::Paired)
+            && !self.responded
+        {
+            self.sides[d.index()].orphaned = true;
         }
     }
 
