@@ -331,16 +331,46 @@ local function envelope_checks(conv, dir, env, framed)
     return refused
 end
 
--- Before the switch a response pairs with an outstanding request of the client by stream id;
--- an ERROR in another version than a request's refuses the version on any stream (LIFE-11).
--- Anything else breaks LIFE-13, and the client stops. conv.outstanding lists { stream, protocol }
--- of the client's requests not yet answered; it is replaced, never changed in place, so that
--- snapshots may share it. Judged only on a connection captured from its start.
+-- Whether responses are still paired with requests: before the switch, on a connection that
+-- neither went v4 (LIFE-2) nor had its STARTUP's version refused (LIFE-11).
+local function pairing(conv)
+    return not conv.legacy and not conv.refused and conv.negotiated == nil
+end
+
+-- A client request before STARTUP awaits its answer (LIFE-13), whether the server processes it
+-- or refuses it on its own (ENV-2, ENV-5, a version probe). conv.outstanding lists { stream,
+-- protocol } of the requests not yet answered; it is replaced, never changed in place, so
+-- that snapshots may share it.
+local function await_answer(conv, env)
+    if env.response or conv.startup ~= nil or not pairing(conv) then return end
+    local outstanding = copy(conv.outstanding or {})
+    outstanding[#outstanding + 1] = { stream = env.stream, protocol = env.protocol }
+    conv.outstanding = outstanding
+end
+
+-- Before the switch a response pairs with an outstanding request by stream id. An ERROR in
+-- another version refuses a version on any stream (LIFE-11): while STARTUP is outstanding the
+-- STARTUP's; before it, that of the outstanding requests in another version, which it answers.
+-- Anything else breaks LIFE-13, and the client stops. Judged only on a connection captured
+-- from its start, as the kit's judge does (reference/cqlframe/src/connection.rs).
 local function pair_response(conv, dir, env, rec)
     local outstanding = conv.outstanding or {}
-    local refusal, answered, rest = false, false, {}
+    local st = conv.startup
+    if env.opcode == 0x00 then
+        if st ~= nil and env.protocol ~= st.protocol then return true end
+        if st == nil then
+            local kept = {}
+            for _, r in ipairs(outstanding) do
+                if r.protocol == env.protocol then kept[#kept + 1] = r end
+            end
+            if #kept < #outstanding then
+                conv.outstanding = kept
+                return true
+            end
+        end
+    end
+    local answered, rest = false, {}
     for _, r in ipairs(outstanding) do
-        if env.opcode == 0x00 and r.protocol ~= env.protocol then refusal = true end
         if r.stream == env.stream and not answered then
             answered = true
         else
@@ -348,10 +378,9 @@ local function pair_response(conv, dir, env, rec)
         end
     end
     conv.outstanding = rest
-    local st = conv.startup
     local on_startup = st ~= nil and env.stream == st.stream
     local startup_answer = on_startup and (env.opcode == 0x00 or env.opcode == 0x02 or env.opcode == 0x03)
-    if refusal or startup_answer or (answered and not on_startup) or not dir.at_start then
+    if startup_answer or (answered and not on_startup) or not dir.at_start then
         return true
     end
     framing_error(dir, rec, "unpaired_response", "LIFE-13", string.format("before the switch the server sent %s on stream %d, which answers no outstanding request", M.OPCODES[env.opcode] or string.format("opcode 0x%02x", env.opcode), env.stream))
@@ -363,15 +392,8 @@ end
 -- Handshake bookkeeping for an unframed envelope (LIFE-1..LIFE-9, NEG-1..NEG-8, LIFE-13).
 local function handshake(conv, dir, env, s, pos, rec)
     local body, stop = pos + 9, pos + 8 + env.length
-    if not conv.legacy and conv.negotiated == nil then
-        if env.response then
-            if not pair_response(conv, dir, env, rec) then return end
-        elseif conv.startup == nil then
-            local outstanding = copy(conv.outstanding or {})
-            outstanding[#outstanding + 1] = { stream = env.stream, protocol = env.protocol }
-            conv.outstanding = outstanding
-        end
-    end
+    if env.response and pairing(conv) and not pair_response(conv, dir, env, rec) then return end
+    await_answer(conv, env)
     if env.opcode == 0x01 and not env.response then
         local opts = read_map(s, body, stop, read_string) or {}   -- [string map]
         if env.protocol >= 5 then
@@ -403,6 +425,7 @@ local function handshake(conv, dir, env, s, pos, rec)
             -- an ERROR in another version, on any stream: the version is refused, no switch
             -- (LIFE-11; the client retries lower, LIFE-9)
             conv.startup = nil
+            conv.refused = true
             if client and client.mode == "await" then client.mode = "unframed" end
             rec.no_switch = "v" .. env.protocol .. " ERROR to a v" .. st.protocol .. " STARTUP: protocol version refused, no switch (LIFE-11)"
             return
@@ -527,7 +550,8 @@ local function sequence_frame(conv, dir, rec, content, ctx, opts)
             if seq.frames[i].length < M.SEQUENCE_FILL_FLOOR then short[#short + 1] = seq.frames[i].length end
         end
         if #short > 0 then
-            -- at most 8 lengths: Wireshark cuts an expert info's text at 240 bytes, rule ID and all
+            -- at most 8 lengths: Wireshark shows 239 bytes of an expert info's text, and the rule ID
+            -- comes at its end
             local listed = table.concat(short, ", ", 1, math.min(#short, 8))
             if #short > 8 then listed = string.format("%s, ... %d frames in all", listed, #short) end
             finding(dir, rec.findings, "sequence_fill", "SEND-7", string.format("frames of the sequence but the last hold fewer than %d bytes (%s): a recommendation", M.SEQUENCE_FILL_FLOOR, listed))
@@ -668,9 +692,12 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
         dir.mode = "stopped"
         dir.stop_reason = "LIFE-6"
     elseif not envelope_checks(conv, dir, env, false) then
-        -- an envelope the receiver refuses (ENV-2, ENV-5) takes no part in the handshake
         if dir.role == nil then dir.role = env.response and "server" or "client" end
         handshake(conv, dir, env, s, pos, rec)
+    else
+        -- an envelope the receiver refuses (ENV-2, ENV-5) takes no part in the handshake, but
+        -- the server's ERROR answers it
+        await_answer(conv, env)
     end
     dir.offset = dir.offset + len
     return rec
@@ -683,7 +710,7 @@ end
 local function orphan(conv, dir)
     local o = other(conv, dir)
     if dir.role ~= "server" or o == nil or o.mode == "stopped" or o.mode == "framed"
-        or conv.negotiated or conv.legacy then
+        or not pairing(conv) then
         return
     end
     if o.mode == "await" then
@@ -705,7 +732,7 @@ end
 --- A copy of the state that process() may change, so that a packet can be decoded again
 --- (Wireshark revisits packets) from exactly the state it was first decoded in.
 function M.snapshot(conv)
-    local c = { startup = conv.startup, supported = conv.supported, negotiated = conv.negotiated, legacy = conv.legacy, outstanding = conv.outstanding, dirs = {} }
+    local c = { startup = conv.startup, supported = conv.supported, negotiated = conv.negotiated, legacy = conv.legacy, refused = conv.refused, outstanding = conv.outstanding, dirs = {} }
     for k, d in pairs(conv.dirs) do
         local nd = {}
         for f, v in pairs(d) do nd[f] = v end

@@ -506,34 +506,40 @@ impl Connection {
 
     /// Client: pairs an unframed response with its request by stream id (LIFE-13), before the
     /// switch: before STARTUP and while it is outstanding, where taking one answer for another
-    /// would decide the switch wrongly. An ERROR in another version than a request's refuses
-    /// the version, on any stream (LIFE-11).
+    /// would decide the switch wrongly. An ERROR in another version refuses a version on any
+    /// stream (LIFE-11): while STARTUP is outstanding, the STARTUP's; before it, that of the
+    /// outstanding requests in another version, which it answers.
     fn pair_response(&mut self, h: &EnvelopeHeader, offset: u64) -> Result<(), FramingError> {
         if self.role != Role::Client {
             return Ok(());
         }
-        let startup_stream = match &self.phase {
-            Phase::Handshake => None,
-            Phase::AwaitingResponse(startup) => Some(startup.stream),
+        let (startup_stream, startup_version) = match &self.phase {
+            Phase::Handshake => (None, None),
+            Phase::AwaitingResponse(startup) => (Some(startup.stream), Some(startup.version)),
             Phase::Unframed | Phase::Framed(_) => return Ok(()),
         };
-        let op = Opcode::from_u8(h.opcode);
-        let refusal = op == Some(Opcode::Error)
-            && self
-                .outstanding
-                .iter()
-                .any(|&(_, version)| h.version != version | RESPONSE_BIT);
+        let refused = |version: u8| h.version != version | RESPONSE_BIT;
+        if Opcode::from_u8(h.opcode) == Some(Opcode::Error) {
+            match startup_version {
+                Some(version) if refused(version) => return Ok(()),
+                None if self.outstanding.iter().any(|&(_, v)| refused(v)) => {
+                    self.outstanding.retain(|&(_, v)| !refused(v));
+                    return Ok(());
+                }
+                _ => {}
+            }
+        }
         let answered = self.outstanding.iter().position(|&(s, _)| s == h.stream);
         if let Some(i) = answered {
             self.outstanding.remove(i);
         }
         let startup_answer = Some(h.stream) == startup_stream
             && matches!(
-                op,
+                Opcode::from_u8(h.opcode),
                 Some(Opcode::Ready | Opcode::Authenticate | Opcode::Error)
             );
         let other_answer = answered.is_some() && Some(h.stream) != startup_stream;
-        if refusal || startup_answer || other_answer {
+        if startup_answer || other_answer {
             return Ok(());
         }
         Err(FramingError::new(
@@ -543,6 +549,16 @@ impl Connection {
             },
             offset,
         ))
+    }
+
+    /// Client, before the switch: a request that reached the server outside [`Connection::send`]
+    /// (a version probe, an envelope the server refuses on its own) awaits its answer all the
+    /// same (LIFE-13). It changes nothing else: a STARTUP noted here does not start the wait
+    /// for its response.
+    pub fn await_answer(&mut self, stream: i16, version: u8) {
+        if self.role == Role::Client && matches!(self.phase, Phase::Handshake) {
+            self.outstanding.push((stream, version));
+        }
     }
 
     /// Server: a STARTUP starts the wait for its response. Client: SUPPORTED is remembered; an

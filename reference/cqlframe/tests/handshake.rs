@@ -625,6 +625,52 @@ fn answers_before_startup_pair_with_requests() {
     assert_eq!(refused(&mut c, &same_version_error), "LIFE-13");
 }
 
+// LIFE-11 while STARTUP is outstanding: only an ERROR in another version than the STARTUP's
+// refuses it on any stream. An OPTIONS of another version refused before STARTUP leaves
+// nothing behind, so an ERROR in the STARTUP's version on a stream of no request is LIFE-13.
+#[test]
+fn a_refusal_while_startup_is_outstanding_is_of_the_startups_version() {
+    let error = |version, stream| {
+        envelope_bytes(
+            version,
+            0,
+            stream,
+            Opcode::Error,
+            &body::error(body::PROTOCOL_ERROR, "no"),
+        )
+    };
+    let mut c = client();
+    send(
+        &mut c,
+        &mut Vec::new(),
+        &envelope_bytes(6, FLAG_USE_BETA, 3, Opcode::Options, &[]),
+    );
+    receive(&mut c, &error(0x85, 0), &mut Seen::default()).unwrap();
+    send(&mut c, &mut Vec::new(), &startup(5, 0, &[CQL]));
+    assert_eq!(refused(&mut c, &error(0x85, 9)), "LIFE-13");
+
+    let mut c = client();
+    send(&mut c, &mut Vec::new(), &startup(5, 0, &[CQL]));
+    receive(&mut c, &error(0x84, 9), &mut Seen::default()).unwrap();
+    assert_eq!(c.negotiated(), None);
+}
+
+// A request sent outside the Connection (a version probe) awaits its answer all the same.
+#[test]
+fn a_request_sent_outside_awaits_its_answer() {
+    let supported = envelope_bytes(
+        0x85,
+        0,
+        4,
+        Opcode::Supported,
+        &body::string_multimap(&[("COMPRESSION", vec!["lz4"])]),
+    );
+    let mut c = client();
+    c.await_answer(4, 5);
+    receive(&mut c, &supported, &mut Seen::default()).unwrap();
+    assert_eq!(refused(&mut c, &supported), "LIFE-13");
+}
+
 // LIFE-3, LIFE-13: two OPTIONS and STARTUP sent without waiting. The answers pair with the
 // requests by stream id, in any order; an ERROR answering an OPTIONS switches nothing; only the
 // response on the STARTUP's stream switches; an envelope that answers no outstanding request

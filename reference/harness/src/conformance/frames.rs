@@ -7,6 +7,7 @@ use cqlframe::checksum::crc24;
 use cqlframe::encoder::frame_parts;
 use cqlframe::format::{Format, FrameSettings, MAX_PAYLOAD};
 use cqlframe::header::FrameHeader;
+use cqlframe::envelope::{FLAG_USE_BETA, RESPONSE_BIT};
 
 /// One frame to write: every part explicit, so that a fault can change any of them.
 #[derive(Clone, Debug)]
@@ -147,10 +148,12 @@ fn serialise(frames: &[OutFrame]) -> Vec<u8> {
 
 /// An envelope that answers no request: a Void RESULT on stream 0x7ff0, which drivers leave
 /// unused. An overshooting sequence carries it, and so does the unpaired response before READY.
+/// On v6-beta it has USE_BETA, so that a receiver has nothing to refuse it for but its stream.
 pub fn stray_envelope(version_byte: u8) -> Vec<u8> {
+    let beta = version_byte & !RESPONSE_BIT == 6;
     cqlframe::envelope::envelope_bytes(
         version_byte,
-        0,
+        if beta { FLAG_USE_BETA } else { 0 },
         0x7ff0,
         cqlframe::envelope::Opcode::Result,
         &1i32.to_be_bytes(),

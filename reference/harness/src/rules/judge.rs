@@ -17,6 +17,7 @@ use crate::verdict::Level;
 use cqlframe::body;
 use cqlframe::connection::{
     framed_envelope_fault, Connection, ConnectionEvent, Negotiated, Role, ServerOptions,
+    FIRST_FRAMED_VERSION,
 };
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::encoder::SplitPolicy;
@@ -174,7 +175,11 @@ impl Judge {
 
     /// Judges the next `bytes` that `d`'s sender wrote; findings are appended to `out`.
     pub fn receive(&mut self, d: Direction, bytes: &[u8], out: &mut Vec<Finding>) {
-        if self.sides[d.index()].orphaned && self.startup.is_some() {
+        // A v4 STARTUP switches nothing: its client's side is judged on, unframed.
+        let awaits = self
+            .startup
+            .is_some_and(|(version, _)| version >= FIRST_FRAMED_VERSION);
+        if self.sides[d.index()].orphaned && awaits {
             self.stop(d);
         }
         let start = out.len();
@@ -262,11 +267,12 @@ impl Judge {
         let result = receiver.receive(bytes, &mut |event| {
             match event {
                 // A version probe: the server answers it with its refusal; no rule is broken.
-                // The client's probes are shown to `client`, whose answer they await (LIFE-13).
+                // Its answer is awaited all the same (LIFE-13).
                 ConnectionEvent::Refused { envelope, .. } => {
                     checks.stats.unframed_envelopes += 1;
                     if client_side && startup.is_none() {
-                        let _ = peer.send(&[&envelope.to_bytes()], &mut Vec::new());
+                        let h = envelope.header;
+                        peer.await_answer(h.stream, h.protocol_version());
                     }
                 }
                 ConnectionEvent::Unframed { offset, envelope } => {
@@ -314,6 +320,11 @@ impl Judge {
                         checks.envelope(&envelope, frame_at, out);
                     } else {
                         checks.stats.unframed_envelopes += 1;
+                        // The server answers a refused request (ENV-2, ENV-5) with its ERROR.
+                        let h = envelope.header;
+                        if client_side && startup.is_none() && !h.is_response() {
+                            peer.await_answer(h.stream, h.protocol_version());
+                        }
                     }
                 }
                 ConnectionEvent::Switched { negotiated: n, .. } => {

@@ -253,3 +253,48 @@ fn a_refused_version_probe_pairs_with_its_refusal() {
     assert!(found.is_empty(), "{found:#?}");
     assert_eq!(judge.stats(C2S).envelopes, 1);
 }
+
+// A request the server refuses on its own before STARTUP (ENV-5: a v6 STARTUP without USE_BETA,
+// as the probe sends) awaits its answer all the same: the server's ERROR on its stream pairs
+// with it (LIFE-13), and no switch follows.
+#[test]
+fn the_answer_to_a_refused_request_pairs_with_it() {
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    let no_beta = envelope_bytes(6, 0, 1, Opcode::Startup, &startup(&[])[9..]);
+    judge.receive(C2S, &no_beta, &mut found);
+    assert_eq!(rules(&found), vec![("ENV-5", Level::Must, C2S, false)]);
+    let error = body::error(body::PROTOCOL_ERROR, "USE_BETA flag is unset");
+    judge.receive(
+        S2C,
+        &envelope_bytes(0x86, 0x10, 1, Opcode::Error, &error),
+        &mut found,
+    );
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(!judge.stopped(S2C) && judge.negotiated().is_none());
+}
+
+// A v4 STARTUP switches nothing: after the server's side stopped (bytes that are no envelope,
+// LIFE-4), the client's is judged on.
+#[test]
+fn a_v4_client_is_judged_on_after_the_server_side_stopped() {
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    judge.receive(
+        C2S,
+        &envelope_bytes(4, 0, 1, Opcode::Startup, &startup(&[])[9..]),
+        &mut found,
+    );
+    judge.receive(S2C, &[0xff; 9], &mut found);
+    assert!(
+        found.iter().all(|f| f.direction == S2C) && judge.stopped(S2C),
+        "{found:#?}"
+    );
+    judge.receive(
+        C2S,
+        &envelope_bytes(4, 0, 2, Opcode::Options, &[]),
+        &mut found,
+    );
+    assert!(!judge.stopped(C2S));
+    assert_eq!(judge.stats(C2S).unframed_envelopes, 2);
+}
