@@ -570,59 +570,51 @@ fn version_probes_are_refused_not_errors() {
     );
 }
 
+/// An unframed SUPPORTED on `stream`, as a v5 server answers OPTIONS.
+fn supported_on(stream: i16) -> Vec<u8> {
+    let options = body::string_multimap(&[("COMPRESSION", vec!["lz4"])]);
+    envelope_bytes(0x85, 0, stream, Opcode::Supported, &options)
+}
+
+/// An unframed PROTOCOL_ERROR with this version byte and flags on `stream`.
+fn error_on(version: u8, flags: u8, stream: i16) -> Vec<u8> {
+    let error = body::error(body::PROTOCOL_ERROR, "no");
+    envelope_bytes(version, flags, stream, Opcode::Error, &error)
+}
+
+/// A client that sent a v6-beta OPTIONS on stream 3.
+fn asked_v6_options() -> Connection {
+    let mut c = client();
+    let options = envelope_bytes(6, FLAG_USE_BETA, 3, Opcode::Options, &[]);
+    send(&mut c, &mut Vec::new(), &options);
+    c
+}
+
 // LIFE-13 before STARTUP too: an answer pairs with an OPTIONS sent, once; anything else (an
-// answer with nothing asked, a second answer, an EVENT) is the server's violation, while the
-// refusal of the OPTIONS's version comes on any stream (LIFE-11).
+// answer with nothing asked, a second answer, an EVENT, an ERROR of the request's version on
+// another stream) is the server's violation, while the refusal of the OPTIONS's version comes
+// on any stream (LIFE-11).
 #[test]
 fn answers_before_startup_pair_with_requests() {
-    let supported = envelope_bytes(
-        0x85,
-        0,
-        0,
-        Opcode::Supported,
-        &body::string_multimap(&[("COMPRESSION", vec!["lz4"])]),
-    );
     let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
-    assert_eq!(refused(&mut client(), &supported), "LIFE-13");
+    assert_eq!(refused(&mut client(), &supported_on(0)), "LIFE-13");
 
     let mut c = client();
     send(&mut c, &mut Vec::new(), &options);
-    receive(&mut c, &supported, &mut Seen::default()).unwrap();
-    assert_eq!(refused(&mut c, &supported), "LIFE-13");
+    receive(&mut c, &supported_on(0), &mut Seen::default()).unwrap();
+    assert_eq!(refused(&mut c, &supported_on(0)), "LIFE-13");
 
     let mut c = client();
     send(&mut c, &mut Vec::new(), &options);
     let event = envelope_bytes(0x85, 0, -1, Opcode::Event, &[]);
     assert_eq!(refused(&mut c, &event), "LIFE-13");
 
-    let mut c = client();
-    send(
-        &mut c,
-        &mut Vec::new(),
-        &envelope_bytes(6, FLAG_USE_BETA, 3, Opcode::Options, &[]),
+    let mut c = asked_v6_options();
+    receive(&mut c, &error_on(0x85, 0, 0), &mut Seen::default()).unwrap();
+    assert_eq!(
+        refused(&mut asked_v6_options(), &error_on(0x86, FLAG_USE_BETA, 0)),
+        "LIFE-13"
     );
-    let refusal = envelope_bytes(
-        0x85,
-        0,
-        0,
-        Opcode::Error,
-        &body::error(body::PROTOCOL_ERROR, "v6 unsupported"),
-    );
-    receive(&mut c, &refusal, &mut Seen::default()).unwrap();
-    let same_version_error = envelope_bytes(
-        0x86,
-        FLAG_USE_BETA,
-        0,
-        Opcode::Error,
-        &body::error(body::PROTOCOL_ERROR, "no"),
-    );
-    let mut c = client();
-    send(
-        &mut c,
-        &mut Vec::new(),
-        &envelope_bytes(6, FLAG_USE_BETA, 3, Opcode::Options, &[]),
-    );
-    assert_eq!(refused(&mut c, &same_version_error), "LIFE-13");
 }
 
 // LIFE-11 while STARTUP is outstanding: only an ERROR in another version than the STARTUP's
@@ -630,45 +622,24 @@ fn answers_before_startup_pair_with_requests() {
 // nothing behind, so an ERROR in the STARTUP's version on a stream of no request is LIFE-13.
 #[test]
 fn a_refusal_while_startup_is_outstanding_is_of_the_startups_version() {
-    let error = |version, stream| {
-        envelope_bytes(
-            version,
-            0,
-            stream,
-            Opcode::Error,
-            &body::error(body::PROTOCOL_ERROR, "no"),
-        )
-    };
-    let mut c = client();
-    send(
-        &mut c,
-        &mut Vec::new(),
-        &envelope_bytes(6, FLAG_USE_BETA, 3, Opcode::Options, &[]),
-    );
-    receive(&mut c, &error(0x85, 0), &mut Seen::default()).unwrap();
+    let mut c = asked_v6_options();
+    receive(&mut c, &error_on(0x85, 0, 0), &mut Seen::default()).unwrap();
     send(&mut c, &mut Vec::new(), &startup(5, 0, &[CQL]));
-    assert_eq!(refused(&mut c, &error(0x85, 9)), "LIFE-13");
+    assert_eq!(refused(&mut c, &error_on(0x85, 0, 9)), "LIFE-13");
 
     let mut c = client();
     send(&mut c, &mut Vec::new(), &startup(5, 0, &[CQL]));
-    receive(&mut c, &error(0x84, 9), &mut Seen::default()).unwrap();
+    receive(&mut c, &error_on(0x84, 0, 9), &mut Seen::default()).unwrap();
     assert_eq!(c.negotiated(), None);
 }
 
 // A request sent outside the Connection (a version probe) awaits its answer all the same.
 #[test]
 fn a_request_sent_outside_awaits_its_answer() {
-    let supported = envelope_bytes(
-        0x85,
-        0,
-        4,
-        Opcode::Supported,
-        &body::string_multimap(&[("COMPRESSION", vec!["lz4"])]),
-    );
     let mut c = client();
     c.await_answer(4, 5);
-    receive(&mut c, &supported, &mut Seen::default()).unwrap();
-    assert_eq!(refused(&mut c, &supported), "LIFE-13");
+    receive(&mut c, &supported_on(4), &mut Seen::default()).unwrap();
+    assert_eq!(refused(&mut c, &supported_on(4)), "LIFE-13");
 }
 
 // LIFE-3, LIFE-13: two OPTIONS and STARTUP sent without waiting. The answers pair with the

@@ -5,9 +5,9 @@ use super::cases::{Fault, FaultKind, ServerScript};
 use crate::lz4_by_hand::{lz4_block_frame, one_match_block};
 use cqlframe::checksum::crc24;
 use cqlframe::encoder::frame_parts;
+use cqlframe::envelope::{FLAG_USE_BETA, RESPONSE_BIT};
 use cqlframe::format::{Format, FrameSettings, MAX_PAYLOAD};
 use cqlframe::header::FrameHeader;
-use cqlframe::envelope::{FLAG_USE_BETA, RESPONSE_BIT};
 
 /// One frame to write: every part explicit, so that a fault can change any of them.
 #[derive(Clone, Debug)]
