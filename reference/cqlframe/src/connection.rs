@@ -518,8 +518,9 @@ impl Connection {
             Phase::AwaitingResponse(startup) => (Some(startup.stream), Some(startup.version)),
             Phase::Unframed | Phase::Framed(_) => return Ok(()),
         };
+        let op = Opcode::from_u8(h.opcode);
         let refused = |version: u8| h.version != version | RESPONSE_BIT;
-        if Opcode::from_u8(h.opcode) == Some(Opcode::Error) {
+        if op == Some(Opcode::Error) {
             match startup_version {
                 Some(version) if refused(version) => return Ok(()),
                 None if self.outstanding.iter().any(|&(_, v)| refused(v)) => {
@@ -535,7 +536,7 @@ impl Connection {
         }
         let startup_answer = Some(h.stream) == startup_stream
             && matches!(
-                Opcode::from_u8(h.opcode),
+                op,
                 Some(Opcode::Ready | Opcode::Authenticate | Opcode::Error)
             );
         let other_answer = answered.is_some() && Some(h.stream) != startup_stream;

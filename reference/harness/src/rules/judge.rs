@@ -267,12 +267,10 @@ impl Judge {
         let result = receiver.receive(bytes, &mut |event| {
             match event {
                 // A version probe: the server answers it with its refusal; no rule is broken.
-                // Its answer is awaited all the same (LIFE-13).
                 ConnectionEvent::Refused { envelope, .. } => {
                     checks.stats.unframed_envelopes += 1;
-                    if client_side && startup.is_none() {
-                        let h = envelope.header;
-                        peer.await_answer(h.stream, h.protocol_version());
+                    if client_side {
+                        await_refused(peer, &envelope);
                     }
                 }
                 ConnectionEvent::Unframed { offset, envelope } => {
@@ -320,10 +318,8 @@ impl Judge {
                         checks.envelope(&envelope, frame_at, out);
                     } else {
                         checks.stats.unframed_envelopes += 1;
-                        // The server answers a refused request (ENV-2, ENV-5) with its ERROR.
-                        let h = envelope.header;
-                        if client_side && startup.is_none() && !h.is_response() {
-                            peer.await_answer(h.stream, h.protocol_version());
+                        if client_side {
+                            await_refused(peer, &envelope);
                         }
                     }
                 }
@@ -399,6 +395,16 @@ impl Judge {
         if let Err(e) = result {
             out.push(Finding::error(&e, d, true));
         }
+    }
+}
+
+/// A client request the server-role side refused on its own before the switch (a version probe,
+/// ENV-2, ENV-5): the server answers it all the same, so the client-role side awaits that answer
+/// (LIFE-13; [`Connection::await_answer`] does so only before STARTUP).
+fn await_refused(client: &mut Connection, envelope: &Envelope<'_>) {
+    let h = envelope.header;
+    if !h.is_response() {
+        client.await_answer(h.stream, h.protocol_version());
     }
 }
 
