@@ -351,9 +351,11 @@ end
 -- Before the switch a response pairs with an outstanding request by stream id. An ERROR in
 -- another version refuses a version on any stream (LIFE-11): while STARTUP is outstanding the
 -- STARTUP's; before it, that of the outstanding requests in another version, which it answers.
--- Anything else breaks LIFE-13, and the client stops. Judged only on a connection captured
--- from its start, as the kit's judge does (reference/cqlframe/src/connection.rs).
-local function pair_response(conv, dir, env, rec)
+-- A PROTOCOL_ERROR on stream 0 that answers no request is the server's report of a framing
+-- error in the client's bytes (ERR-1, ERR-4), no unpaired response. Anything else breaks
+-- LIFE-13, and the client stops. Judged only on a connection captured from its start, as the
+-- kit's judge does (reference/cqlframe/src/connection.rs). `code` is an ERROR's error code.
+local function pair_response(conv, dir, env, rec, code)
     local outstanding = conv.outstanding or {}
     local st = conv.startup
     if env.opcode == 0x00 then
@@ -380,7 +382,8 @@ local function pair_response(conv, dir, env, rec)
     conv.outstanding = rest
     local on_startup = st ~= nil and env.stream == st.stream
     local startup_answer = on_startup and (env.opcode == 0x00 or env.opcode == 0x02 or env.opcode == 0x03)
-    if startup_answer or (answered and not on_startup) or not dir.at_start then
+    local reports_fault = env.opcode == 0x00 and env.stream == 0 and code == 0x000A
+    if startup_answer or (answered and not on_startup) or reports_fault or not dir.at_start then
         return true
     end
     framing_error(dir, rec, "unpaired_response", "LIFE-13", string.format("before the switch the server sent %s on stream %d, which answers no outstanding request", M.OPCODES[env.opcode] or string.format("opcode 0x%02x", env.opcode), env.stream))
@@ -392,7 +395,8 @@ end
 -- Handshake bookkeeping for an unframed envelope (LIFE-1..LIFE-9, NEG-1..NEG-8, LIFE-13).
 local function handshake(conv, dir, env, s, pos, rec)
     local body, stop = pos + 9, pos + 8 + env.length
-    if env.response and pairing(conv) and not pair_response(conv, dir, env, rec) then return end
+    local code = env.opcode == 0x00 and env.length >= 4 and s32be(s, body) or nil   -- [int]
+    if env.response and pairing(conv) and not pair_response(conv, dir, env, rec, code) then return end
     await_answer(conv, env)
     if env.opcode == 0x01 and not env.response then
         local opts = read_map(s, body, stop, read_string) or {}   -- [string map]

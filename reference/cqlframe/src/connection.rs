@@ -322,7 +322,7 @@ impl Connection {
                 on_event(ConnectionEvent::Rejected { envelope, error })?;
                 continue;
             }
-            self.pair_response(&envelope.header, offset)?;
+            self.pair_response(&envelope, offset)?;
             on_event(ConnectionEvent::Unframed { offset, envelope })?;
             self.after_unframed_received(&envelope);
             if let Some(negotiated) = self.negotiated() {
@@ -508,8 +508,11 @@ impl Connection {
     /// switch: before STARTUP and while it is outstanding, where taking one answer for another
     /// would decide the switch wrongly. An ERROR in another version refuses a version on any
     /// stream (LIFE-11): while STARTUP is outstanding, the STARTUP's; before it, that of the
-    /// outstanding requests in another version, which it answers.
-    fn pair_response(&mut self, h: &EnvelopeHeader, offset: u64) -> Result<(), FramingError> {
+    /// outstanding requests in another version, which it answers. A PROTOCOL_ERROR on stream 0
+    /// that answers no request is the server's report of a framing error in the client's bytes
+    /// (ERR-1, ERR-4): it answers the fault, not a request, and the server closes after it.
+    fn pair_response(&mut self, envelope: &Envelope<'_>, offset: u64) -> Result<(), FramingError> {
+        let h = &envelope.header;
         if self.role != Role::Client {
             return Ok(());
         }
@@ -540,7 +543,7 @@ impl Connection {
                 Some(Opcode::Ready | Opcode::Authenticate | Opcode::Error)
             );
         let other_answer = answered.is_some() && Some(h.stream) != startup_stream;
-        if startup_answer || other_answer {
+        if startup_answer || other_answer || reports_framing_error(envelope) {
             return Ok(());
         }
         Err(FramingError::new(
@@ -687,6 +690,14 @@ pub fn framed_envelope_fault(role: Role, version: u8, h: &EnvelopeHeader) -> Opt
         });
     }
     (version == BETA_VERSION && h.flags & FLAG_USE_BETA == 0).then_some(ErrorKind::MissingBetaFlag)
+}
+
+/// Whether `envelope` is the ERROR with which a server reports a framing error in the client's
+/// bytes: PROTOCOL_ERROR on stream 0 (ERR-1, ERR-4).
+fn reports_framing_error(envelope: &Envelope<'_>) -> bool {
+    envelope.header.opcode == Opcode::Error as u8
+        && envelope.header.stream == 0
+        && body::read_error(envelope.body).is_ok_and(|(code, _)| code == body::PROTOCOL_ERROR)
 }
 
 /// Decodes framed input and refuses each envelope with a fault of its own

@@ -612,9 +612,32 @@ fn answers_before_startup_pair_with_requests() {
     let mut c = asked_v6_options();
     receive(&mut c, &error_on(0x85, 0, 0), &mut Seen::default()).unwrap();
     assert_eq!(
-        refused(&mut asked_v6_options(), &error_on(0x86, FLAG_USE_BETA, 0)),
+        refused(&mut asked_v6_options(), &error_on(0x86, FLAG_USE_BETA, 5)),
         "LIFE-13"
     );
+}
+
+// ERR-1, ERR-4, LIFE-13: before the switch a PROTOCOL_ERROR on stream 0 that answers no request
+// is the server's report of a framing error in the client's bytes, before STARTUP and while it
+// is outstanding (it switches nothing then); an ERROR of another code there answers nothing.
+#[test]
+fn a_protocol_error_on_stream_0_reports_a_fault_in_the_clients_bytes() {
+    let mut c = asked_v6_options();
+    receive(
+        &mut c,
+        &error_on(0x86, FLAG_USE_BETA, 0),
+        &mut Seen::default(),
+    )
+    .unwrap();
+
+    let mut c = client();
+    send(&mut c, &mut Vec::new(), &startup(5, 0, &[CQL]));
+    receive(&mut c, &error_on(0x85, 0, 0), &mut Seen::default()).unwrap();
+    assert_eq!(c.negotiated(), None);
+
+    let server_error = body::error(0x0000, "no");
+    let server_error = envelope_bytes(0x86, FLAG_USE_BETA, 0, Opcode::Error, &server_error);
+    assert_eq!(refused(&mut asked_v6_options(), &server_error), "LIFE-13");
 }
 
 // LIFE-11 while STARTUP is outstanding: only an ERROR in another version than the STARTUP's

@@ -298,3 +298,34 @@ fn a_v4_client_is_judged_on_after_the_server_side_stopped() {
     assert!(!judge.stopped(C2S));
     assert_eq!(judge.stats(C2S).unframed_envelopes, 2);
 }
+
+// ERR-1, ERR-4, LIFE-13: before the switch a server answers a framing error in the client's
+// bytes with an ERROR (PROTOCOL_ERROR) on stream 0, which answers no request: it is the
+// server's report of the client's fault, not an unpaired response.
+#[test]
+fn the_error_that_reports_a_client_framing_error_is_not_unpaired() {
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    let mut bytes = envelope_bytes(5, 0, 3, Opcode::Options, &[]);
+    bytes.extend_from_slice(&envelope_bytes(7, 0, 4, Opcode::Options, &[]));
+    judge.receive(C2S, &bytes, &mut found);
+    assert_eq!(rules(&found), vec![("LIFE-3", Level::Must, C2S, true)]);
+    judge.receive(
+        S2C,
+        &envelope_bytes(
+            0x85,
+            0,
+            3,
+            Opcode::Supported,
+            &body::string_multimap::<&str, &str>(&[]),
+        ),
+        &mut found,
+    );
+    let error = body::error(body::PROTOCOL_ERROR, "not an envelope (LIFE-4 at byte 9)");
+    judge.receive(
+        S2C,
+        &envelope_bytes(0x85, 0, 0, Opcode::Error, &error),
+        &mut found,
+    );
+    assert_eq!(found.len(), 1, "{found:#?}");
+}

@@ -618,13 +618,25 @@ fn violations() -> Vec<Case> {
                 ..plain(crc32c_startup.clone(), old_server, Some(crc32c_startup.len()), Some(ready.len()), crc32c_startup.len()) }),
         case("unpaired-before-startup", "Before STARTUP the server answers the client's one OPTIONS twice: the second SUPPORTED answers no outstanding request, and the client stops (LIFE-13, at its first byte).", &["LIFE-13", "LIFE-3"], Some("LIFE-13"),
             plain(options.clone(), [supported_answer.clone(), supported_answer.clone()].concat(), None, None, options.len())),
-        case("unframed-negative-length", "Before the switch the client sends OPTIONS, then an envelope header with body length -2: the server cannot find the next envelope and stops (ENV-3, at the envelope's first byte).", &["LIFE-1", "ENV-3"], Some("ENV-3"),
-            plain(negative_length.clone(), supported_answer.clone(), None, None, negative_length.len())),
+        case("unpaired-server-error-before-startup", "Before STARTUP the server answers the client's one OPTIONS, then sends an ERROR of code SERVER_ERROR on stream 0: only a PROTOCOL_ERROR there reports a framing error in the client's bytes (ERR-4), so this one answers no request, and the client stops (LIFE-13, at the ERROR's first byte).", &["LIFE-13", "ERR-4"], Some("LIFE-13"),
+            plain(options.clone(), [supported_answer.clone(), envelope_bytes(0x85, 0, 0, Opcode::Error, &body::error(0x0000, "stray"))].concat(), None, None, options.len())),
+        case("unframed-negative-length", "Before the switch the client sends OPTIONS, then an envelope header with body length -2: the server cannot find the next envelope and stops (ENV-3, at the envelope's first byte). It answers the OPTIONS, then reports the fault with an ERROR (PROTOCOL_ERROR) on stream 0, which answers no request and is no unpaired response (ERR-1, ERR-4, LIFE-13).", &["LIFE-1", "ENV-3", "ERR-1", "ERR-4", "LIFE-13"], Some("ENV-3"),
+            plain(negative_length.clone(), [supported_answer.clone(), fault_report(&negative_length)].concat(), None, None, negative_length.len())),
         case("unframed-truncated", "Before the switch the client sends OPTIONS, then the stream ends inside a STARTUP: a truncation (RECV-9, at the STARTUP's first byte).", &["LIFE-1", "RECV-9"], Some("RECV-9"),
             plain(truncated.clone(), supported_answer, None, None, truncated.len())),
         case("wrong-version-envelope", "After the switch the client sends a v4 QUERY inside a v5 frame, then a proper v5 QUERY: the server refuses the first on its own (a v5 ERROR on its stream) and answers the second; the connection goes on.", &["ENV-2"], None,
             wrong_version_envelope(&good_startup, &ready)),
     ]
+}
+
+/// What the reference server writes after the framing error in `client`: its ERROR
+/// (PROTOCOL_ERROR, stream 0) naming the rule and offset (ERR-1, ERR-4).
+fn fault_report(client: &[u8]) -> Vec<u8> {
+    let mut server = Connection::server(ServerOptions::default(), MAX_BODY, SplitPolicy::SERVER);
+    let error = server
+        .receive(client, &mut |_| Ok(()))
+        .expect_err("the client's bytes hold a framing error");
+    server.error_response(&error)
 }
 
 /// A v4 QUERY and a v5 QUERY in one frame after the switch; the reference server refuses the
