@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # wireshark/test.sh: every test of the Lua dissector. Last line: "wireshark: N passed, M failed".
 #
-#   wireshark/test.sh                  everything (2.5-4 minutes on 2 cores)
+#   wireshark/test.sh                  everything (3-5 minutes on 2 cores)
 #   wireshark/test.sh --quick          no 1-byte segmentation, fewer mutated captures
 #   wireshark/test.sh --update-golden  rewrite wireshark/tests/golden/ (review the diff)
 #
@@ -83,6 +83,16 @@ count "$out"
 
 echo "== the same rules as cqlframe check (the rules engine) on every vector session"
 out=$(python3 wireshark/tests/check_judge.py vectors/pcap 2>&1)
+echo "$out" | grep -E '^FAIL|^  |passed|Traceback|Error' | head -60
+count "$out"
+
+echo "== the same, every vector session written 7 bytes per segment (the dissector reassembles)"
+segmented=build/wireshark/mss7
+rm -rf "$segmented" && mkdir -p "$segmented"
+for id in $(python3 -c 'import json; print(*(c["id"] for c in json.load(open("vectors/manifest.json"))["cases"] if c["kind"] == "session"))'); do
+    "$CQLFRAME_BIN" pcap --case "$id" --mss 7 -o "$segmented/$id.pcap" || failed=$((failed + 1))
+done
+out=$(python3 wireshark/tests/check_judge.py "$segmented" 2>&1)
 echo "$out" | grep -E '^FAIL|^  |passed|Traceback|Error' | head -60
 count "$out"
 

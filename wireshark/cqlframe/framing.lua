@@ -9,7 +9,8 @@
 --   "framed"    frames of conv format/checksum (LIFE-4, LIFE-5, NEG-1, NEG-5)
 --   "stopped"   a header failed its CRC24 (or the stream never synchronised): frame boundaries
 --               are lost; everything after it is shown as undecoded (RECV-1, RECV-11); or the
---               other direction stopped before the switch, which this one needed ("orphaned")
+--               other direction stopped before the switch, which this one needed ("orphaned":
+--               then judged through the packet of its STARTUP, whose later bytes break LIFE-6)
 --
 -- pdu(conv, dir, s, pos, avail, opts) looks at the next unit (one envelope or one frame) and
 -- returns its length, or needs more bytes; process(conv, dir, s, pos, len, ctx, opts) decodes
@@ -250,6 +251,9 @@ function M.pdu(conv, dir, s, pos, avail, opts)
         if avail < h.total then return nil, "more", h.total - avail end
         return h.total
     end
+    -- an orphaned client's bytes after its STARTUP: each breaks LIFE-6 at once, as the kit's
+    -- judge finds them (process() stops the direction instead in a later packet)
+    if dir.mode == "await" and dir.orphaned then return avail, "badenvelope" end
     -- unframed, await: what the receiver checks of an unframed envelope header (the version,
     -- then the length: ENV-3, RECV-12)
     if avail < 9 then return nil, "more", 9 - avail end
@@ -393,7 +397,7 @@ local function pair_response(conv, dir, env, rec, code)
 end
 
 -- Handshake bookkeeping for an unframed envelope (LIFE-1..LIFE-9, NEG-1..NEG-8, LIFE-13).
-local function handshake(conv, dir, env, s, pos, rec)
+local function handshake(conv, dir, env, s, pos, rec, ctx)
     local body, stop = pos + 9, pos + 8 + env.length
     local code = env.opcode == 0x00 and env.length >= 4 and s32be(s, body) or nil   -- [int]
     if env.response and pairing(conv) and not pair_response(conv, dir, env, rec, code) then return end
@@ -403,7 +407,7 @@ local function handshake(conv, dir, env, s, pos, rec)
         if env.protocol >= 5 then
             conv.startup = { stream = env.stream, protocol = env.protocol, options = opts, dir = dir.key }
             dir.mode = "await"
-            if dir.orphaned then dir.mode, dir.stop_reason = "stopped", "orphaned" end
+            dir.startup_number = ctx.number
             dir.role = "client"
             local fc = opts.FRAME_CHECKSUM
             if fc and fc:lower() ~= "crc32" then
@@ -568,6 +572,12 @@ end
 -- Decodes one unit; M.process below adds what a framing error means for the other direction.
 local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
     local rec = { offset = dir.offset, pos = pos, length = len, findings = {}, envelopes = {} }
+    -- An orphaned client is judged through the packet of its STARTUP (bytes written with it were
+    -- sent before any response could come, LIFE-6) and no further: the kit's judge stops it at
+    -- its next segment.
+    if dir.mode == "await" and dir.orphaned and ctx.number ~= dir.startup_number then
+        dir.mode, dir.stop_reason = "stopped", "orphaned"
+    end
     if dir.first_error and dir.mode ~= "stopped" then
         rec.after_error = dir.first_error
     end
@@ -589,7 +599,7 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
             end
             dir.mode = "stopped"
             dir.stop_reason = "RECV-1"
-        elseif kind == "badenvelope" then
+        elseif kind == "badenvelope" and dir.mode ~= "stopped" then
             if dir.mode == "await" then
                 framing_error(dir, rec, "before_response", "LIFE-6", "sent after STARTUP before its response")
             elseif not unframed_version_ok(dir, s, pos) then
@@ -697,7 +707,7 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
         dir.stop_reason = "LIFE-6"
     elseif not envelope_checks(conv, dir, env, false) then
         if dir.role == nil then dir.role = env.response and "server" or "client" end
-        handshake(conv, dir, env, s, pos, rec)
+        handshake(conv, dir, env, s, pos, rec, ctx)
     else
         -- an envelope the receiver refuses (ENV-2, ENV-5) takes no part in the handshake, but
         -- the server's ERROR answers it

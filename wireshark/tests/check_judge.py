@@ -46,8 +46,8 @@ NOT_COMPARED = {
     "unframed_after_switch": "LIFE-7 is the dissector's reading of a header that fails its CRC24 "
                              "(it looks like an unframed envelope); a receiver detects RECV-1, "
                              "which is compared",
-    "orphaned": "a client's bytes after its STARTUP when the server's direction stopped before "
-                "the STARTUP response: the judge stops there too, with no finding",
+    "orphaned": "a client's bytes after the segment of its STARTUP when the server's direction "
+                "stopped before the STARTUP response: the judge stops there too, with no finding",
     "unsynchronised": "data that starts with neither a verified frame header nor an envelope (a "
                       "capture without the connection's start): where decoding begins, no rule",
     "switch": "the course of the handshake (chat): no rule broken",

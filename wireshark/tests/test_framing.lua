@@ -50,8 +50,10 @@ local function receiver(conv, key, opts)
     end
     -- pending bytes are kept as pieces and joined only once enough have arrived for the next
     -- unit (feeding 431 kB one byte at a time must not copy the buffer at every byte)
-    local pieces, have, want = {}, 0, 1
+    -- each fed chunk is one packet: its number is what the dissector's pinfo.number would be
+    local pieces, have, want, packet = {}, 0, 1, 0
     function r.feed(bytes)
+        packet = packet + 1
         pieces[#pieces + 1] = bytes
         have = have + #bytes
         if have < want then return end
@@ -61,7 +63,7 @@ local function receiver(conv, key, opts)
             local n, kind, more = framing.pdu(conv, dir, r.buf, 1, #r.buf, opts)
             if n == nil then want = #r.buf + (more or 1); break end
             r.cur = r.buf
-            local rec = framing.process(conv, dir, r.buf, 1, n, kind, { number = 0 }, opts)
+            local rec = framing.process(conv, dir, r.buf, 1, n, kind, { number = packet }, opts)
             r.records[#r.records + 1] = rec
             for _, f in ipairs(rec.findings) do
                 -- Wireshark shows 239 bytes of an expert info's text (ITEM_LABEL_LENGTH 240):

@@ -48,7 +48,7 @@ struct Side {
     mode: Mode,
     checks: SenderChecks,
     /// Client to server: the server's side stopped before the STARTUP response (see
-    /// [`Judge::orphan`]); judged through the STARTUP, then stopped.
+    /// [`Judge::orphan`]); judged through the bytes received with the STARTUP, then stopped.
     orphaned: bool,
 }
 
@@ -197,8 +197,10 @@ impl Judge {
     /// The other direction of `d` stopped. Before the switch the client's side learns from the
     /// server's STARTUP response where its sender switches: without it, judging the client
     /// further would take its framed bytes for bytes sent before that response (LIFE-6), so it
-    /// is judged through its STARTUP and stops there. (The server's side goes on after the
-    /// client's stopped: its answers to the requests already seen still pair with them.)
+    /// is judged through the bytes received with its STARTUP (one segment, in a capture: bytes
+    /// written with the STARTUP were sent before any response could come, and break LIFE-6) and
+    /// stops there. (The server's side goes on after the client's stopped: its answers to the
+    /// requests already seen still pair with them.)
     fn orphan(&mut self, d: Direction) {
         if d == Direction::ClientToServer
             && matches!(self.sides[d.index()].mode, Mode::Paired)

@@ -329,3 +329,23 @@ fn the_error_that_reports_a_client_framing_error_is_not_unpaired() {
     );
     assert_eq!(found.len(), 1, "{found:#?}");
 }
+
+// An orphaned client (its server's side stopped before the STARTUP response) is judged through
+// the bytes received with its STARTUP: a request written with it was sent before any response
+// could come (LIFE-6); the next segment is not judged.
+#[test]
+fn bytes_written_with_an_orphaned_startup_break_life6() {
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    let unpaired = envelope_bytes(0x85, 0, 0x7ff0, Opcode::Result, &1i32.to_be_bytes());
+    judge.receive(S2C, &unpaired, &mut found);
+    let pipelined = [startup(&[]), envelope_bytes(5, 0, 2, Opcode::Options, &[])].concat();
+    judge.receive(C2S, &pipelined, &mut found);
+    assert_eq!(
+        rules(&found),
+        vec![
+            ("LIFE-13", Level::Must, S2C, true),
+            ("LIFE-6", Level::Must, C2S, true)
+        ]
+    );
+}
