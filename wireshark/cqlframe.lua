@@ -260,7 +260,7 @@ local function render_frame(root, tvb, off, rec, dir, pinfo, ctx)
     local t = root:add(pf.frame, tvb(off, total))
     local kind = h.self_contained and "self-contained" or "not self-contained"
     if rec.truncated then
-        t:set_text(string.format("Frame at stream offset %d (%s): header CRC24 mismatch, %d bytes not decoded", rec.offset, rec.format, total))
+        t:set_text(string.format("Frame at stream offset %d (%s): %s, %d bytes not decoded", rec.offset, rec.format, rec.truncated, total))
     else
         t:set_text(string.format("Frame at stream offset %d: %s, %s, payload %d bytes", rec.offset, rec.format, kind, h.length))
     end
@@ -280,7 +280,7 @@ local function render_frame(root, tvb, off, rec, dir, pinfo, ctx)
     if rec.truncated then
         t:add(pf.undecoded, tvb(off + h.size, total - h.size))
         add_findings(t, rec)
-        ctx.summaries[#ctx.summaries + 1] = "[CRC24 BAD]"
+        ctx.summaries[#ctx.summaries + 1] = rec.truncated == "checksum bit disagrees" and "[CHECKSUM BIT]" or "[CRC24 BAD]"
         return
     end
     local p0 = off + h.size
@@ -366,7 +366,8 @@ local function render(root, tvb, off, rec, dir, conv, pinfo, ctx)
         local n = rec.switch
         et:add(pf.negotiated_format, n.format):set_generated()
         et:add(pf.negotiated_checksum, n.checksum):set_generated()
-        et:add_proto_expert_info(ef.switch, string.format("framing starts after this envelope: %s, %s (%s)", n.format, n.checksum, n.reason))
+        local server = n.server and string.format("; the server, which does not accept what STARTUP asked, decodes the client's frames as %s, %s", n.server.format, n.server.checksum) or ""
+        et:add_proto_expert_info(ef.switch, string.format("framing starts after this envelope: %s, %s (%s)%s", n.format, n.checksum, n.reason, server))
         ctx.summaries[#ctx.summaries] = ctx.summaries[#ctx.summaries] .. string.format(" -> framing %s/%s", n.format, n.checksum)
     end
     if rec.no_switch then

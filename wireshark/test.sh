@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # wireshark/test.sh: every test of the Lua dissector. Last line: "wireshark: N passed, M failed".
 #
-#   wireshark/test.sh                  everything (3-5 minutes on 2 cores)
+#   wireshark/test.sh                  everything (4-6 minutes on 2 cores)
 #   wireshark/test.sh --quick          no 1-byte segmentation, fewer mutated captures
 #   wireshark/test.sh --update-golden  rewrite wireshark/tests/golden/ (review the diff)
 #
@@ -94,6 +94,11 @@ for id in $(python3 -c 'import json; print(*(c["id"] for c in json.load(open("ve
 done
 out=$(python3 wireshark/tests/check_judge.py "$segmented" 2>&1)
 echo "$out" | grep -E '^FAIL|^  |passed|Traceback|Error' | head -60
+count "$out"
+
+echo "== the same on random connections (seed 1; more: wireshark/tests/differential.py --seed N --count N)"
+out=$(python3 wireshark/tests/differential.py --count 150 --seed 1 2>&1)
+echo "$out" | grep -E '^FAIL|^  |passed|Traceback|Error' | head -80
 count "$out"
 
 echo "wireshark: $passed passed, $failed failed"

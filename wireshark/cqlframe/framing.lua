@@ -8,7 +8,8 @@
 --   "await"     the client sent STARTUP (v5+) and waits for the response (LIFE-6)
 --   "framed"    frames of conv format/checksum (LIFE-4, LIFE-5, NEG-1, NEG-5)
 --   "stopped"   a header failed its CRC24 (or the stream never synchronised): frame boundaries
---               are lost; everything after it is shown as undecoded (RECV-1, RECV-11); or the
+--               are lost; everything after it is shown as undecoded (RECV-1, RECV-11); or its
+--               checksum bit disagrees (RECV-3), found at the header as a receiver does; or the
 --               other direction stopped before the switch, which this one needed ("orphaned":
 --               then judged through the packet of its STARTUP, whose later bytes break LIFE-6)
 --
@@ -142,21 +143,23 @@ local function read_string_list(s, pos, stop)
     return list, pos
 end
 
--- A map of [string] keys, upper-cased, to values read by read_value; nil if malformed.
+-- A map of [string] keys, upper-cased, to values read by read_value, the first of a repeated
+-- key as the reference reads it; nil if malformed. Second result: a key came twice (NEG-9).
 local function read_map(s, pos, stop, read_value)
     local n
     n, pos = read_short(s, pos, stop)
     if n == nil then return nil end
-    local map = {}
+    local map, repeated = {}, false
     for _ = 1, n do
         local key, value
         key, pos = read_string(s, pos, stop)
         if key == nil then return nil end
         value, pos = read_value(s, pos, stop)
         if value == nil then return nil end
-        map[key:upper()] = value
+        key = key:upper()
+        if map[key] == nil then map[key] = value else repeated = true end
     end
-    return map
+    return map, repeated
 end
 
 function M.new_conversation()
@@ -187,10 +190,14 @@ local function other(conv, dir)
     return nil
 end
 
+-- Each direction is decoded as its receiver frames: the server's as the client asked, the
+-- client's as the server decided (conv.negotiated.server, when that differs).
 local function set_framed(dir, conv)
+    local n = conv.negotiated
+    local settings = (dir.key == n.client_dir and n.server) or n
     dir.mode = "framed"
-    dir.format = conv.negotiated.format
-    dir.checksum = conv.negotiated.checksum
+    dir.format = settings.format
+    dir.checksum = settings.checksum
     dir.switch_offset = dir.offset
 end
 
@@ -248,6 +255,9 @@ function M.pdu(conv, dir, s, pos, avail, opts)
         if avail < hs then return nil, "more", hs - avail end
         local h = M.frame_header(s, pos, dir.format)
         if not h.crc24_ok then return avail, "badheader" end
+        -- a checksum bit that disagrees fails the frame at its header (RECV-3), as a receiver
+        -- finds it: the direction stops there, whether or not the rest of the frame comes
+        if h.checksum_bit ~= (dir.checksum == "crc32c") then return avail, "badbit" end
         if avail < h.total then return nil, "more", h.total - avail end
         return h.total
     end
@@ -396,6 +406,32 @@ local function pair_response(conv, dir, env, rec, code)
     return false
 end
 
+-- The format and checksum the server decodes the client's frames with after READY or
+-- AUTHENTICATE, as the kit's judge decides them (negotiate, reference/cqlframe/src/connection.rs):
+-- the STARTUP's options where the server accepts them (NEG-1, NEG-5), the server's checksums
+-- being those its SUPPORTED listed (CRC32 and CRC32C without a SUPPORTED; none
+-- listed: FRAME_CHECKSUM is ignored); after accepting a STARTUP it had to refuse (NEG-2, NEG-6,
+-- NEG-9), uncompressed with CRC32. nil when that is what the client `asked` for.
+local function server_settings(conv, st, asked)
+    local c, fc = st.options.COMPRESSION, st.options.FRAME_CHECKSUM
+    local accepted = conv.accepted
+    if accepted == nil then accepted = { "crc32", "crc32c" } end
+    local checksum = "crc32"
+    if fc and accepted then
+        checksum = nil
+        for _, a in ipairs(accepted) do
+            local name = a:lower()
+            if name == fc:lower() and (name == "crc32" or name == "crc32c") then checksum = name end
+        end
+    end
+    local decided = { format = c and "lz4" or "uncompressed", checksum = checksum }
+    if st.repeated or (c and c:lower() ~= "lz4") or checksum == nil then
+        decided = { format = "uncompressed", checksum = "crc32" }
+    end
+    if decided.format == asked.format and decided.checksum == asked.checksum then return nil end
+    return decided
+end
+
 -- Handshake bookkeeping for an unframed envelope (LIFE-1..LIFE-9, NEG-1..NEG-8, LIFE-13).
 local function handshake(conv, dir, env, s, pos, rec, ctx)
     local body, stop = pos + 9, pos + 8 + env.length
@@ -403,27 +439,33 @@ local function handshake(conv, dir, env, s, pos, rec, ctx)
     if env.response and pairing(conv) and not pair_response(conv, dir, env, rec, code) then return end
     await_answer(conv, env)
     if env.opcode == 0x01 and not env.response then
-        local opts = read_map(s, body, stop, read_string) or {}   -- [string map]
+        local opts, repeated = read_map(s, body, stop, read_string)   -- [string map]
+        opts = opts or {}
+        -- NEG-4 holds for a STARTUP of any version: a v4 server ignores the key (NEG-7), but a
+        -- client that sends it unlisted does not look at SUPPORTED
+        local fc = opts.FRAME_CHECKSUM
+        if fc and fc:lower() ~= "crc32" then
+            local listed = conv.supported and conv.supported.FRAME_CHECKSUMS
+            local ok = false
+            for _, v in ipairs(listed or {}) do if v:lower() == fc:lower() then ok = true end end
+            if conv.supported and not ok then
+                finding(dir, rec.findings, "neg_unlisted", "NEG-4", "FRAME_CHECKSUM=" .. fc .. " was not listed in FRAME_CHECKSUMS of SUPPORTED")
+            end
+        end
         if env.protocol >= 5 then
-            conv.startup = { stream = env.stream, protocol = env.protocol, options = opts, dir = dir.key }
+            conv.startup = { stream = env.stream, protocol = env.protocol, options = opts, repeated = repeated, dir = dir.key }
             dir.mode = "await"
             dir.startup_number = ctx.number
             dir.role = "client"
-            local fc = opts.FRAME_CHECKSUM
-            if fc and fc:lower() ~= "crc32" then
-                local listed = conv.supported and conv.supported.FRAME_CHECKSUMS
-                local ok = false
-                for _, v in ipairs(listed or {}) do if v:lower() == fc:lower() then ok = true end end
-                if conv.supported and not ok then
-                    finding(dir, rec.findings, "neg_unlisted", "NEG-4", "FRAME_CHECKSUM=" .. fc .. " was not listed in FRAME_CHECKSUMS of SUPPORTED")
-                end
-            end
         else
             dir.legacy = true
             conv.legacy = true
         end
     elseif env.opcode == 0x06 and env.response then
         conv.supported = read_map(s, body, stop, read_string_list) or {}   -- [string multimap]
+        -- what the server accepts, as the kit's judge learns it from any SUPPORTED before the
+        -- switch (none listed: FRAME_CHECKSUM ignored)
+        conv.accepted = conv.supported.FRAME_CHECKSUMS or false
     elseif env.response and conv.startup and conv.startup.dir ~= dir.key
         and ((env.opcode == 0x00 and env.protocol ~= conv.startup.protocol)
             or ((env.opcode == 0x00 or env.opcode == 0x02 or env.opcode == 0x03) and env.stream == conv.startup.stream)) then
@@ -451,6 +493,8 @@ local function handshake(conv, dir, env, s, pos, rec, ctx)
             }
         end
         n.protocol = st.protocol
+        n.client_dir = st.dir
+        if env.opcode ~= 0x00 then n.server = server_settings(conv, st, n) end
         conv.negotiated = n
         conv.startup = nil
         dir.role = "server"
@@ -581,15 +625,23 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
     if dir.first_error and dir.mode ~= "stopped" then
         rec.after_error = dir.first_error
     end
-    if kind == "garbage" or kind == "badheader" or kind == "badenvelope" then
+    if kind == "garbage" or kind == "badheader" or kind == "badbit" or kind == "badenvelope" then
         rec.kind = "undecoded"
-        if kind == "badheader" then
+        if kind == "badbit" or kind == "badheader" then
             local h = M.frame_header(s, pos, dir.format)
             rec.kind = "frame"
             rec.header = h
             rec.format = dir.format
             rec.checksum = dir.checksum
-            rec.truncated = true
+            -- why the frame is shown undecoded
+            rec.truncated = kind == "badbit" and "checksum bit disagrees" or "header CRC24 mismatch"
+        end
+        if kind == "badbit" then
+            framing_error(dir, rec, "checksum_bit", "RECV-3", string.format("checksum bit %d but the connection uses %s", rec.header.checksum_bit and 1 or 0, dir.checksum), "FMT-13")
+            dir.mode = "stopped"
+            dir.stop_reason = "RECV-3"
+        elseif kind == "badheader" then
+            local h = rec.header
             local text = string.format("header CRC24 %06x, computed %06x: frame boundaries lost", h.crc24, h.crc24_computed)
             framing_error(dir, rec, "crc24_bad", "RECV-1", text, "CRC-1")
             if len >= 9 and M.plausible_envelope(s, pos) then
@@ -626,9 +678,6 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
         rec.header = h
         if dir.at_start and dir.offset == 0 and conv.negotiated == nil then
             not_envelope(dir, rec, "the connection starts with a frame, not an unframed envelope")
-        end
-        if h.checksum_bit ~= (dir.checksum == "crc32c") then
-            framing_error(dir, rec, "checksum_bit", "RECV-3", string.format("checksum bit %d but the connection uses %s", h.checksum_bit and 1 or 0, dir.checksum), "FMT-13")
         end
         local p0 = pos + h.size
         local tp = p0 + h.length
@@ -746,7 +795,7 @@ end
 --- A copy of the state that process() may change, so that a packet can be decoded again
 --- (Wireshark revisits packets) from exactly the state it was first decoded in.
 function M.snapshot(conv)
-    local c = { startup = conv.startup, supported = conv.supported, negotiated = conv.negotiated, legacy = conv.legacy, refused = conv.refused, outstanding = conv.outstanding, dirs = {} }
+    local c = { startup = conv.startup, supported = conv.supported, accepted = conv.accepted, negotiated = conv.negotiated, legacy = conv.legacy, refused = conv.refused, outstanding = conv.outstanding, dirs = {} }
     for k, d in pairs(conv.dirs) do
         local nd = {}
         for f, v in pairs(d) do nd[f] = v end

@@ -627,6 +627,12 @@ impl Connection {
             (Role::Client, Phase::Handshake, Some(Opcode::Startup)) => {
                 self.phase = self.startup_phase(envelope)
             }
+            (Role::Server, Phase::AwaitingResponse(startup), Some(Opcode::Error))
+                if h.version != startup.version | RESPONSE_BIT =>
+            {
+                // The STARTUP's version refused, on whatever stream: no framing (LIFE-11).
+                self.phase = Phase::Unframed;
+            }
             (Role::Server, Phase::AwaitingResponse(startup), Some(op))
                 if h.stream == startup.stream
                     && matches!(op, Opcode::Ready | Opcode::Authenticate | Opcode::Error) =>

@@ -726,3 +726,18 @@ fn handshake_answers_pair_by_stream_id() {
     receive(&mut c, &refusal, &mut Seen::default()).unwrap();
     assert_eq!(c.negotiated(), None);
 }
+
+// LIFE-11 on the server's side: sending an ERROR in another version than the STARTUP's refuses
+// that version, on whatever stream; nothing is framed, and the client's next STARTUP (v4 here)
+// is read as an envelope.
+#[test]
+fn a_server_that_refuses_the_startups_version_stays_unframed() {
+    let mut srv = server();
+    receive(&mut srv, &startup(5, 0, &[CQL]), &mut Seen::default()).unwrap();
+    let refusal = error_on(0x84, 0, 7);
+    srv.send(&[&refusal], &mut Vec::new()).unwrap();
+    assert_eq!(srv.negotiated(), None);
+    let mut seen = Seen::default();
+    receive(&mut srv, &startup(4, 0, &[CQL]), &mut seen).unwrap();
+    assert_eq!(seen.envelopes, vec![(false, Opcode::Startup as u8, 22)]);
+}

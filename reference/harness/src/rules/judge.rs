@@ -21,7 +21,7 @@ use cqlframe::connection::{
 };
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::encoder::SplitPolicy;
-use cqlframe::envelope::{Envelope, Opcode, RESPONSE_BIT};
+use cqlframe::envelope::{Envelope, EnvelopeHeader, Opcode, RESPONSE_BIT};
 use cqlframe::format::{parse_checksum, FrameSettings};
 use cqlframe::FramingError;
 
@@ -287,19 +287,15 @@ impl Judge {
                         }
                         before_startup
                     } else {
-                        if h.opcode == Opcode::Supported as u8 && startup.is_none() {
+                        // What the node accepts shows in any SUPPORTED before the switch
+                        // (one answering an OPTIONS sent before STARTUP may come after it).
+                        if h.opcode == Opcode::Supported as u8 && !*responded {
                             supported = Some(envelope.body.to_vec());
                         }
-                        // The server's envelopes up to the STARTUP response, unless that
-                        // response refuses the STARTUP's version.
-                        let is_response = matches!(
-                            Opcode::from_u8(h.opcode),
-                            Some(Opcode::Ready | Opcode::Authenticate | Opcode::Error)
-                        );
-                        let refusal = is_response
-                            && startup.is_some_and(|(v, _)| h.version != v | RESPONSE_BIT);
-                        let show = !(*responded || refusal);
-                        if startup.is_some() && is_response {
+                        // The server's envelopes up to the STARTUP response, or up to the
+                        // refusal of the STARTUP's version (LIFE-11).
+                        let show = !*responded;
+                        if startup.is_some_and(|s| ends_startup_wait(s, &h)) {
                             *responded = true;
                         }
                         show
@@ -408,6 +404,20 @@ fn await_refused(client: &mut Connection, envelope: &Envelope<'_>) {
     if !h.is_response() {
         client.await_answer(h.stream, h.protocol_version());
     }
+}
+
+/// Whether the server's unframed envelope `h` ends the wait for the response to the STARTUP
+/// of (version, stream): the response on its stream (LIFE-5, LIFE-8), or an ERROR in another
+/// version, on any stream (LIFE-11).
+fn ends_startup_wait((version, stream): (u8, i16), h: &EnvelopeHeader) -> bool {
+    let op = Opcode::from_u8(h.opcode);
+    let refusal = op == Some(Opcode::Error) && h.version != version | RESPONSE_BIT;
+    let response = h.stream == stream
+        && matches!(
+            op,
+            Some(Opcode::Ready | Opcode::Authenticate | Opcode::Error)
+        );
+    refusal || response
 }
 
 /// NEG-4: a STARTUP asks for a `FRAME_CHECKSUM` other than `crc32` that the node did not list

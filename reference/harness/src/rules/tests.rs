@@ -349,3 +349,55 @@ fn bytes_written_with_an_orphaned_startup_break_life6() {
         ]
     );
 }
+
+// LIFE-11 for the server's side too: once the server refuses the STARTUP's version, nothing is
+// framed, so what the client sends next is read as envelopes (here a frame, which is none:
+// LIFE-3), not as bytes sent before a STARTUP response still to come (LIFE-6).
+#[test]
+fn after_a_refused_startup_version_the_client_is_read_unframed() {
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    judge.receive(C2S, &startup(&[]), &mut found);
+    let refusal = body::error(
+        body::PROTOCOL_ERROR,
+        "Invalid or unsupported protocol version (5)",
+    );
+    judge.receive(
+        S2C,
+        &envelope_bytes(0x84, 0, 0, Opcode::Error, &refusal),
+        &mut found,
+    );
+    let options = envelope_bytes(5, 0, 2, Opcode::Options, &[]);
+    judge.receive(
+        C2S,
+        &framed(FrameSettings::default(), &[options]),
+        &mut found,
+    );
+    assert_eq!(rules(&found), vec![("LIFE-3", Level::Must, C2S, true)]);
+}
+
+// Only the STARTUP's response or a refusal ends the wait for it: an ERROR that answers a
+// pipelined OPTIONS (its version, its stream) does not, so the READY after it still switches the
+// server's side.
+#[test]
+fn an_error_to_an_options_does_not_end_the_wait_for_the_startup_response() {
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    let options = envelope_bytes(5, 0, 3, Opcode::Options, &[]);
+    judge.receive(C2S, &[options, startup(&[])].concat(), &mut found);
+    let error = body::error(body::PROTOCOL_ERROR, "no");
+    judge.receive(
+        S2C,
+        &envelope_bytes(0x85, 0, 3, Opcode::Error, &error),
+        &mut found,
+    );
+    judge.receive(
+        S2C,
+        &envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]),
+        &mut found,
+    );
+    let query = envelope_bytes(5, 0, 2, Opcode::Options, &[]);
+    judge.receive(C2S, &framed(FrameSettings::default(), &[query]), &mut found);
+    assert!(found.is_empty(), "{found:#?}");
+    assert_eq!(judge.stats(C2S).envelopes, 1);
+}

@@ -5,6 +5,7 @@
 use super::{cql, json, Case, Group, Input};
 use crate::transcript::{EnvelopeRecord, FrameRecord};
 use cqlframe::body;
+use cqlframe::checksum::PayloadChecksum;
 use cqlframe::connection::{
     Connection, ConnectionEvent, EarlyBytes, Negotiated, Role, ServerOptions,
 };
@@ -13,7 +14,7 @@ use cqlframe::envelope::{
     envelope_bytes, split_envelopes, Opcode, FLAG_COMPRESSION, FLAG_USE_BETA,
 };
 use cqlframe::error::FramingError;
-use cqlframe::format::FrameSettings;
+use cqlframe::format::{Format, FrameSettings};
 use serde_json::{json, Value};
 
 /// Envelope body limit of both ends in session cases.
@@ -591,10 +592,31 @@ fn violations() -> Vec<Case> {
         envelope_bytes(5, 0, 2, Opcode::Query, &cql::query("SELECT 1", 5)),
     ]
     .concat();
-    let old_server = [ready.clone(), framed(FrameSettings::default(), &event)].concat();
-    let crc32c_startup = startup(&[("CQL_VERSION", "3.0.0"), ("FRAME_CHECKSUM", "crc32c")]);
-    let n = good_startup.len();
     let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
+    let crc32c_startup = startup(&[("CQL_VERSION", "3.0.0"), ("FRAME_CHECKSUM", "crc32c")]);
+    // A server that predates FRAME_CHECKSUM: its SUPPORTED lists none, it frames with CRC32.
+    let old_options = ServerOptions {
+        checksums: None,
+        ..ServerOptions::default()
+    };
+    let old_supported = envelope_bytes(0x85, 0, 0, Opcode::Supported, &supported(&old_options));
+    let old_server = [
+        old_supported.clone(),
+        ready.clone(),
+        framed(FrameSettings::default(), &event),
+    ]
+    .concat();
+    let asked_of_old_switch = options.len() + crc32c_startup.len();
+    let asked_of_old = [
+        options.clone(),
+        crc32c_startup.clone(),
+        framed(
+            FrameSettings::new(Format::Uncompressed, PayloadChecksum::Crc32c),
+            &envelope_bytes(5, 0, 2, Opcode::Query, &cql::query("SELECT 1", 5)),
+        ),
+    ]
+    .concat();
+    let n = good_startup.len();
     let supported_answer = envelope_bytes(
         0x85,
         0,
@@ -613,9 +635,8 @@ fn violations() -> Vec<Case> {
             plain(good_startup.clone(), after_switch, Some(n), Some(ready.len()), n)),
         case("pipelined-after-startup", "The client sends a QUERY right after STARTUP, before the response: a server either detects it and stops (LIFE-12, reporting LIFE-6), or writes READY and parses the QUERY as a frame, which fails RECV-1; the manifest lists both outcomes.", &["LIFE-6", "LIFE-12", "RECV-1"], Some("LIFE-6"),
             plain(pipelined.clone(), ready.clone(), Some(n), Some(ready.len()), pipelined.len())),
-        case("crc32c-asked-of-old-server", "The client asks for CRC32C though SUPPORTED did not list it; the old server ignores the key and frames with CRC32: the client rejects the first frame.", &["NEG-4", "RECV-3", "FMT-13"], Some("RECV-3"),
-            Session { server_options: ServerOptions { checksums: None, ..ServerOptions::default() },
-                ..plain(crc32c_startup.clone(), old_server, Some(crc32c_startup.len()), Some(ready.len()), crc32c_startup.len()) }),
+        case("crc32c-asked-of-old-server", "The client asks for CRC32C though the server's SUPPORTED did not list it (it has no FRAME_CHECKSUMS); the old server ignores the key and frames with CRC32: each side rejects the other's first frame.", &["NEG-4", "RECV-3", "FMT-13"], Some("RECV-3"),
+            Session { server_options: old_options.clone(), ..plain(asked_of_old.clone(), old_server, Some(asked_of_old_switch), Some(old_supported.len() + ready.len()), asked_of_old_switch) }),
         case("unpaired-before-startup", "Before STARTUP the server answers the client's one OPTIONS twice: the second SUPPORTED answers no outstanding request, and the client stops (LIFE-13, at its first byte).", &["LIFE-13", "LIFE-3"], Some("LIFE-13"),
             plain(options.clone(), [supported_answer.clone(), supported_answer.clone()].concat(), None, None, options.len())),
         case("unpaired-server-error-before-startup", "Before STARTUP the server answers the client's one OPTIONS, then sends an ERROR of code SERVER_ERROR on stream 0: only a PROTOCOL_ERROR there reports a framing error in the client's bytes (ERR-4), so this one answers no request, and the client stops (LIFE-13, at the ERROR's first byte).", &["LIFE-13", "ERR-4"], Some("LIFE-13"),
