@@ -45,6 +45,18 @@ fn rules(found: &[Finding]) -> Vec<(&'static str, Level, Direction, bool)> {
         .collect()
 }
 
+/// The client sends one framed OPTIONS (stream 2), uncompressed with CRC32.
+fn send_framed_request(judge: &mut Judge, found: &mut Vec<Finding>) {
+    let options = envelope_bytes(5, 0, 2, Opcode::Options, &[]);
+    judge.receive(C2S, &framed(FrameSettings::default(), &[options]), found);
+}
+
+/// An unframed ERROR (PROTOCOL_ERROR) from the server with this version byte, flags and stream.
+fn protocol_error(version: u8, flags: u8, stream: i16, message: &str) -> Vec<u8> {
+    let body = body::error(body::PROTOCOL_ERROR, message);
+    envelope_bytes(version, flags, stream, Opcode::Error, &body)
+}
+
 // ENV-4 (SHOULD NOT) per envelope; ENV-6: the envelopes are still received.
 #[test]
 fn compression_flag_is_a_should_finding() {
@@ -186,12 +198,7 @@ fn an_unpaired_response_stops_the_client_side_after_its_startup() {
         &envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]),
         &mut found,
     );
-    let options = envelope_bytes(5, 0, 2, Opcode::Options, &[]);
-    judge.receive(
-        C2S,
-        &framed(FrameSettings::default(), &[options]),
-        &mut found,
-    );
+    send_framed_request(&mut judge, &mut found);
     assert_eq!(found.len(), 1, "{found:#?}");
     assert!(judge.stopped(C2S) && judge.stopped(S2C));
 }
@@ -232,24 +239,10 @@ fn a_refused_version_probe_pairs_with_its_refusal() {
         &envelope_bytes(0x42, 0, 0, Opcode::Options, &[]),
         &mut found,
     );
-    let refusal = envelope_bytes(
-        0x85,
-        0,
-        0,
-        Opcode::Error,
-        &body::error(
-            body::PROTOCOL_ERROR,
-            "Invalid or unsupported protocol version (66)",
-        ),
-    );
+    let refusal = protocol_error(0x85, 0, 0, "Invalid or unsupported protocol version (66)");
     judge.receive(S2C, &refusal, &mut found);
     found.extend(switched(&mut judge, &[]));
-    let options = envelope_bytes(5, 0, 2, Opcode::Options, &[]);
-    judge.receive(
-        C2S,
-        &framed(FrameSettings::default(), &[options]),
-        &mut found,
-    );
+    send_framed_request(&mut judge, &mut found);
     assert!(found.is_empty(), "{found:#?}");
     assert_eq!(judge.stats(C2S).envelopes, 1);
 }
@@ -264,10 +257,9 @@ fn the_answer_to_a_refused_request_pairs_with_it() {
     let no_beta = envelope_bytes(6, 0, 1, Opcode::Startup, &startup(&[])[9..]);
     judge.receive(C2S, &no_beta, &mut found);
     assert_eq!(rules(&found), vec![("ENV-5", Level::Must, C2S, false)]);
-    let error = body::error(body::PROTOCOL_ERROR, "USE_BETA flag is unset");
     judge.receive(
         S2C,
-        &envelope_bytes(0x86, 0x10, 1, Opcode::Error, &error),
+        &protocol_error(0x86, 0x10, 1, "USE_BETA flag is unset"),
         &mut found,
     );
     assert_eq!(found.len(), 1, "{found:#?}");
@@ -321,10 +313,9 @@ fn the_error_that_reports_a_client_framing_error_is_not_unpaired() {
         ),
         &mut found,
     );
-    let error = body::error(body::PROTOCOL_ERROR, "not an envelope (LIFE-4 at byte 9)");
     judge.receive(
         S2C,
-        &envelope_bytes(0x85, 0, 0, Opcode::Error, &error),
+        &protocol_error(0x85, 0, 0, "not an envelope (LIFE-4 at byte 9)"),
         &mut found,
     );
     assert_eq!(found.len(), 1, "{found:#?}");
@@ -358,21 +349,12 @@ fn after_a_refused_startup_version_the_client_is_read_unframed() {
     let mut judge = Judge::new(MAX_BODY);
     let mut found = Vec::new();
     judge.receive(C2S, &startup(&[]), &mut found);
-    let refusal = body::error(
-        body::PROTOCOL_ERROR,
-        "Invalid or unsupported protocol version (5)",
-    );
     judge.receive(
         S2C,
-        &envelope_bytes(0x84, 0, 0, Opcode::Error, &refusal),
+        &protocol_error(0x84, 0, 0, "Invalid or unsupported protocol version (5)"),
         &mut found,
     );
-    let options = envelope_bytes(5, 0, 2, Opcode::Options, &[]);
-    judge.receive(
-        C2S,
-        &framed(FrameSettings::default(), &[options]),
-        &mut found,
-    );
+    send_framed_request(&mut judge, &mut found);
     assert_eq!(rules(&found), vec![("LIFE-3", Level::Must, C2S, true)]);
 }
 
@@ -385,19 +367,13 @@ fn an_error_to_an_options_does_not_end_the_wait_for_the_startup_response() {
     let mut found = Vec::new();
     let options = envelope_bytes(5, 0, 3, Opcode::Options, &[]);
     judge.receive(C2S, &[options, startup(&[])].concat(), &mut found);
-    let error = body::error(body::PROTOCOL_ERROR, "no");
-    judge.receive(
-        S2C,
-        &envelope_bytes(0x85, 0, 3, Opcode::Error, &error),
-        &mut found,
-    );
+    judge.receive(S2C, &protocol_error(0x85, 0, 3, "no"), &mut found);
     judge.receive(
         S2C,
         &envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]),
         &mut found,
     );
-    let query = envelope_bytes(5, 0, 2, Opcode::Options, &[]);
-    judge.receive(C2S, &framed(FrameSettings::default(), &[query]), &mut found);
+    send_framed_request(&mut judge, &mut found);
     assert!(found.is_empty(), "{found:#?}");
     assert_eq!(judge.stats(C2S).envelopes, 1);
 }
