@@ -81,8 +81,8 @@ out=$(python3 wireshark/tests/check_tshark.py "${args[@]}" 2>&1)
 echo "$out" | grep -E '^FAIL|passed|Traceback|Error' | head -60
 count "$out"
 
-echo "== the same rules as cqlframe check (the rules engine) on every vector session"
-out=$(python3 wireshark/tests/check_judge.py vectors/pcap 2>&1)
+echo "== the same rules as cqlframe check (the rules engine) on every vector session and regression capture"
+out=$(python3 wireshark/tests/check_judge.py vectors/pcap wireshark/tests/regressions 2>&1)
 echo "$out" | grep -E '^FAIL|^  |passed|Traceback|Error' | head -60
 count "$out"
 

@@ -8,6 +8,7 @@
 -- body is not a framing error: ENV-2).
 
 local M = {}
+local utf8_text = require("cqlframe.utf8").text
 
 M.ERROR_CODES = {
     [0x0000] = "Server error", [0x000A] = "Protocol error", [0x0100] = "Bad credentials",
@@ -62,8 +63,8 @@ local function cursor(tvb, off, stop)
     function c.short() local r = c.take(2); return r:uint(), r end
     function c.int() local r = c.take(4); return r:int(), r end
     function c.byte() local r = c.take(1); return r:uint(), r end
-    -- [string] / [long string]: the range is that of the text, without the length
-    local function text(n) local r = c.take(n); return r:string(), r end
+    -- [string] / [long string] (UTF-8): the range is that of the text, without the length
+    local function text(n) local r = c.take(n); return utf8_text(r:raw()), r end
     function c.string() return text((c.short())) end
     function c.long_string() return text((c.int())) end
     -- [short bytes]: the range of the bytes, without the length

@@ -24,6 +24,7 @@
 
 local crc = require("cqlframe.crc")
 local lz4 = require("cqlframe.lz4")
+local utf8_text = require("cqlframe.utf8").text
 
 local byte, sub, concat = string.byte, string.sub, table.concat
 local floor = math.floor
@@ -128,7 +129,7 @@ local function read_string(s, pos, stop)
     local l
     l, pos = read_short(s, pos, stop)
     if l == nil or pos + l - 1 > stop then return nil end
-    return sub(s, pos, pos + l - 1), pos + l
+    return utf8_text(sub(s, pos, pos + l - 1)), pos + l   -- shown in findings: valid UTF-8
 end
 
 local function read_string_list(s, pos, stop)

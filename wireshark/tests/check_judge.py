@@ -152,7 +152,8 @@ def compare(pcap: Path, port: int) -> list[tuple[bool, str]]:
     try:
         judged = judge(pcap, port)
         shown, problems = dissector(pcap, port)
-    except (RuntimeError, json.JSONDecodeError, ET.ParseError, KeyError) as e:
+    except (RuntimeError, json.JSONDecodeError, ET.ParseError, KeyError, UnicodeDecodeError) as e:
+        # UnicodeDecodeError: a label of the dissector is not UTF-8 (bytes from the wire)
         return [(False, f"{pcap}: {e}")]
     results = [(not problems, f"{pcap}: " + "\n    ".join(problems))]
     # pair the connections by endpoints, in order (a port pair may be reused by a later one)

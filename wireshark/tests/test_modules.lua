@@ -1,4 +1,4 @@
--- tests/test_modules.lua: the pure-Lua checksum and LZ4 modules against the golden vectors.
+-- tests/test_modules.lua: the pure-Lua checksum, LZ4 and UTF-8 modules against the golden vectors.
 --
 --   lua5.2 wireshark/tests/test_modules.lua [repo-root]     (and the same with lua5.4)
 --
@@ -18,6 +18,7 @@ package.path = root .. "/wireshark/?.lua;" .. root .. "/wireshark/tests/lib/?.lu
 
 local crc = require("cqlframe.crc")
 local lz4 = require("cqlframe.lz4")
+local utf8_text = require("cqlframe.utf8").text
 local json = require("json")
 local t = require("harness")
 local check, read, same = t.check, t.read, t.same
@@ -104,5 +105,16 @@ check(crc.crc32("123456789") == 0xE2A261A7, "seeded crc32 check value")
 check(crc.crc32c("123456789") == 0xE3069283, "crc32c check value")
 check(crc.crc32("") == 0x44777ED3, "seeded crc32 of the empty payload")
 check(crc.crc32_unseeded("123456789") == 0xCBF43926, "plain crc32 check value")
+
+-- Wire strings shown in labels: well-formed UTF-8 kept, every other byte as \xNN (overlong
+-- forms, surrogates, stray continuation and lead bytes, a sequence cut short).
+for _, case in ipairs({
+    { "lz4", "lz4" }, { "caf\195\169", "caf\195\169" }, { "\240\159\152\128", "\240\159\152\128" },
+    { "3/v\239", "3/v\\xef" }, { "\255", "\\xff" }, { "\128a", "\\x80a" },
+    { "\224\128\128", "\\xe0\\x80\\x80" }, { "\237\160\128", "\\xed\\xa0\\x80" },
+    { "\195", "\\xc3" }, { "\244\144\128\128", "\\xf4\\x90\\x80\\x80" },
+}) do
+    check(utf8_text(case[1]) == case[2], "utf8 text of " .. t.hex(case[1]) .. ": " .. utf8_text(case[1]))
+end
 
 t.finish("modules")
