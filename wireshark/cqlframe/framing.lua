@@ -24,7 +24,7 @@
 
 local crc = require("cqlframe.crc")
 local lz4 = require("cqlframe.lz4")
-local utf8_text = require("cqlframe.utf8").text
+local utf8_valid = require("cqlframe.utf8").valid
 
 local byte, sub, concat = string.byte, string.sub, table.concat
 local floor = math.floor
@@ -129,7 +129,11 @@ local function read_string(s, pos, stop)
     local l
     l, pos = read_short(s, pos, stop)
     if l == nil or pos + l - 1 > stop then return nil end
-    return utf8_text(sub(s, pos, pos + l - 1)), pos + l   -- shown in findings: valid UTF-8
+    -- a [string] is UTF-8: one that is not makes the body malformed, as the reference reads it
+    -- (BodyError::NotUtf8 in reference/cqlframe/src/body.rs); what is kept is shown in findings
+    local text = sub(s, pos, pos + l - 1)
+    if not utf8_valid(text) then return nil end
+    return text, pos + l
 end
 
 local function read_string_list(s, pos, stop)

@@ -42,4 +42,9 @@ function M.text(s)
     return table.concat(out)
 end
 
+--- Whether s is well-formed UTF-8 (M.text changes every other string).
+function M.valid(s)
+    return M.text(s) == s
+end
+
 return M

@@ -18,7 +18,8 @@ package.path = root .. "/wireshark/?.lua;" .. root .. "/wireshark/tests/lib/?.lu
 
 local crc = require("cqlframe.crc")
 local lz4 = require("cqlframe.lz4")
-local utf8_text = require("cqlframe.utf8").text
+local utf8 = require("cqlframe.utf8")
+local utf8_text = utf8.text
 local json = require("json")
 local t = require("harness")
 local check, read, same = t.check, t.read, t.same
@@ -115,6 +116,7 @@ for _, case in ipairs({
     { "\195", "\\xc3" }, { "\244\144\128\128", "\\xf4\\x90\\x80\\x80" },
 }) do
     check(utf8_text(case[1]) == case[2], "utf8 text of " .. t.hex(case[1]) .. ": " .. utf8_text(case[1]))
+    check(utf8.valid(case[1]) == (case[1] == case[2]), "utf8 valid of " .. t.hex(case[1]))
 end
 
 t.finish("modules")
