@@ -3,7 +3,9 @@
 
 use cqlframe::body;
 use cqlframe::checksum::PayloadChecksum;
-use cqlframe::connection::{Connection, ConnectionEvent, Negotiated, Role, ServerOptions};
+use cqlframe::connection::{
+    Connection, ConnectionEvent, EarlyBytes, Negotiated, Role, ServerOptions,
+};
 use cqlframe::encoder::SplitPolicy;
 use cqlframe::envelope::{envelope_bytes, EnvelopeHeader, Opcode, FLAG_USE_BETA};
 use cqlframe::{ErrorKind, Format, FrameSettings, FramingError};
@@ -740,4 +742,20 @@ fn a_server_that_refuses_the_startups_version_stays_unframed() {
     let mut seen = Seen::default();
     receive(&mut srv, &startup(4, 0, &[CQL]), &mut seen).unwrap();
     assert_eq!(seen.envelopes, vec![(false, Opcode::Startup as u8, 22)]);
+}
+
+// A server that holds bytes sent after STARTUP (LIFE-12, EarlyBytes::AsFrames) and then refuses
+// the STARTUP's version reads them as envelopes at its next receive; if the stream ends first,
+// they are not a truncation (found by the handshake fuzz target: finish underflowed).
+#[test]
+fn bytes_held_before_a_refusal_are_read_unframed() {
+    let mut srv = server().with_early_bytes(EarlyBytes::AsFrames);
+    let options = envelope_bytes(4, 0, 2, Opcode::Options, &[]);
+    let sent = [startup(5, 0, &[CQL]), options.clone()].concat();
+    receive(&mut srv, &sent, &mut Seen::default()).unwrap();
+    srv.send(&[&error_on(0x84, 0, 1)], &mut Vec::new()).unwrap();
+    assert_eq!(srv.finish(), Ok(()));
+    let mut seen = Seen::default();
+    receive(&mut srv, &[], &mut seen).unwrap();
+    assert_eq!(seen.envelopes, vec![(false, Opcode::Options as u8, 0)]);
 }
