@@ -419,8 +419,8 @@ end
 -- NEG-9), uncompressed with CRC32. nil when that is what the client `asked` for.
 local function server_settings(conv, st, asked)
     local c, fc = st.options.COMPRESSION, st.options.FRAME_CHECKSUM
-    local accepted = conv.accepted
-    if accepted == nil then accepted = { "crc32", "crc32c" } end
+    local accepted = { "crc32", "crc32c" }   -- no SUPPORTED seen
+    if conv.supported then accepted = conv.supported.FRAME_CHECKSUMS or false end
     local checksum = "crc32"
     if fc and accepted then
         checksum = nil
@@ -468,9 +468,6 @@ local function handshake(conv, dir, env, s, pos, rec, ctx)
         end
     elseif env.opcode == 0x06 and env.response then
         conv.supported = read_map(s, body, stop, read_string_list) or {}   -- [string multimap]
-        -- what the server accepts, as the kit's judge learns it from any SUPPORTED before the
-        -- switch (none listed: FRAME_CHECKSUM ignored)
-        conv.accepted = conv.supported.FRAME_CHECKSUMS or false
     elseif env.response and conv.startup and conv.startup.dir ~= dir.key
         and ((env.opcode == 0x00 and env.protocol ~= conv.startup.protocol)
             or ((env.opcode == 0x00 or env.opcode == 0x02 or env.opcode == 0x03) and env.stream == conv.startup.stream)) then
@@ -800,7 +797,7 @@ end
 --- A copy of the state that process() may change, so that a packet can be decoded again
 --- (Wireshark revisits packets) from exactly the state it was first decoded in.
 function M.snapshot(conv)
-    local c = { startup = conv.startup, supported = conv.supported, accepted = conv.accepted, negotiated = conv.negotiated, legacy = conv.legacy, refused = conv.refused, outstanding = conv.outstanding, dirs = {} }
+    local c = { startup = conv.startup, supported = conv.supported, negotiated = conv.negotiated, legacy = conv.legacy, refused = conv.refused, outstanding = conv.outstanding, dirs = {} }
     for k, d in pairs(conv.dirs) do
         local nd = {}
         for f, v in pairs(d) do nd[f] = v end
