@@ -85,6 +85,10 @@ def broken_copies(manifest):
     broken("session side missing switch", session, lambda c: c["expected"]["server_receives"].pop("switch"))
     broken("session without server_receives_alternatives", session,
            lambda c: c["expected"].pop("server_receives_alternatives"))
+    broken("session without judged", session, lambda c: c["expected"].pop("judged"))
+    broken("judged finding at an unknown level", session,
+           lambda c: c["expected"]["judged"].append({"direction": "server-to-client", "rule": "NEG-2",
+                                                     "level": "MAY", "offset": 0}))
     broken("server without protocol_versions", session, lambda c: c["server_options"].pop("protocol_versions"))
     broken("protocol version not as SUPPORTED writes it", session,
            lambda c: c["server_options"].__setitem__("protocol_versions", ["v5"]))

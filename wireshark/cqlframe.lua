@@ -124,6 +124,7 @@ local EXPERTS = {
     unpaired_response = { "Response that answers no outstanding request before the switch", G.SEQUENCE, S.ERROR },
     unframed_after_switch = { "Unframed envelope after the switch to framing", G.PROTOCOL, S.ERROR },
     neg_unlisted = { "FRAME_CHECKSUM not offered by the server", G.PROTOCOL, S.WARN },
+    missed_refusal = { "STARTUP taken that the server must refuse", G.PROTOCOL, S.WARN },
     after_error = { "Decoded after a framing error", G.SEQUENCE, S.NOTE },
     unsynchronised = { "Not synchronised with the frame stream", G.UNDECODED, S.NOTE },
     orphaned = { "Not decoded: the server's direction stopped before the switch", G.UNDECODED, S.NOTE },

@@ -411,30 +411,63 @@ local function pair_response(conv, dir, env, rec, code)
     return false
 end
 
--- The format and checksum the server decodes the client's frames with after READY or
--- AUTHENTICATE, as the kit's judge decides them (negotiate, reference/cqlframe/src/connection.rs):
--- the STARTUP's options where the server accepts them (NEG-1, NEG-5), the server's checksums
--- being those its SUPPORTED listed (CRC32 and CRC32C without a SUPPORTED; none
--- listed: FRAME_CHECKSUM is ignored); after accepting a STARTUP it had to refuse (NEG-2, NEG-6,
--- NEG-9), uncompressed with CRC32. nil when that is what the client `asked` for.
-local function server_settings(conv, st, asked)
+-- The server's decision on the STARTUP `st` (negotiate, reference/cqlframe/src/connection.rs):
+-- the payload checksum it frames with, or nil and the rule and reason for which it must refuse
+-- the STARTUP (NEG-9, NEG-2, NEG-6). `accepted` lists the checksums the node accepts, false for
+-- a node that ignores FRAME_CHECKSUM.
+local function decide(st, accepted)
+    if st.repeated then return nil, "NEG-9", "a key comes more than once" end
+    if st.protocol < 5 then return "crc32" end
     local c, fc = st.options.COMPRESSION, st.options.FRAME_CHECKSUM
-    local accepted = { "crc32", "crc32c" }   -- no SUPPORTED seen
-    if conv.supported then accepted = conv.supported.FRAME_CHECKSUMS or false end
-    local checksum = "crc32"
-    if fc and accepted then
-        checksum = nil
-        for _, a in ipairs(accepted) do
-            local name = a:lower()
-            if name == fc:lower() and (name == "crc32" or name == "crc32c") then checksum = name end
-        end
+    if c and c:lower() ~= "lz4" then return nil, "NEG-2", "COMPRESSION=" .. c end
+    if not (fc and accepted) then return "crc32" end
+    for _, a in ipairs(accepted) do
+        local name = a:lower()
+        if name == fc:lower() and (name == "crc32" or name == "crc32c") then return name end
     end
-    local decided = { format = c and "lz4" or "uncompressed", checksum = checksum }
-    if st.repeated or (c and c:lower() ~= "lz4") or checksum == nil then
-        decided = { format = "uncompressed", checksum = "crc32" }
+    return nil, "NEG-6", "FRAME_CHECKSUM=" .. fc .. ", which the node does not accept"
+end
+
+-- The checksums the node accepts as its SUPPORTED listed them (none listed: false, it ignores
+-- FRAME_CHECKSUM); `unknown` when no SUPPORTED was seen.
+local function accepted_checksums(conv, unknown)
+    if conv.supported then return conv.supported.FRAME_CHECKSUMS or false end
+    return unknown
+end
+
+-- The format and checksum the server decodes the client's frames with after READY or
+-- AUTHENTICATE, as the kit's judge decides them: the STARTUP's options where the server accepts
+-- them (NEG-1, NEG-5), CRC32 and CRC32C being accepted when no SUPPORTED was seen; after
+-- accepting a STARTUP it had to refuse, uncompressed with CRC32. nil when that is what the
+-- client `asked` for.
+local function server_settings(conv, st, asked)
+    local checksum = decide(st, accepted_checksums(conv, { "crc32", "crc32c" }))
+    local decided = { format = "uncompressed", checksum = "crc32" }
+    if checksum then
+        decided = { format = st.options.COMPRESSION and "lz4" or "uncompressed", checksum = checksum }
     end
     if decided.format == asked.format and decided.checksum == asked.checksum then return nil end
     return decided
+end
+
+-- NEG-2, NEG-6, NEG-9: the server's response to the client's first STARTUP (conv.asked; in its
+-- version, on its stream) takes a STARTUP it must refuse with ERROR (PROTOCOL_ERROR), or refuses
+-- it with another error code. Judged with what SUPPORTED said of the node; with no SUPPORTED,
+-- not the checksums it accepts (missed_refusal, reference/harness/src/rules/judge.rs). `code` is
+-- an ERROR's error code.
+local function judge_response(conv, dir, env, rec, code)
+    local st = conv.asked
+    if not st or st.dir == dir.key then return end
+    local answer = env.opcode == 0x00 or env.opcode == 0x02 or env.opcode == 0x03
+    local other_version = env.protocol ~= st.protocol
+    if not ((env.opcode == 0x00 and other_version) or (answer and env.stream == st.stream)) then return end
+    conv.asked = false
+    if other_version or st.options == nil or code == 0x000A then return end
+    local checksum, rule, why = decide(st, accepted_checksums(conv, false))
+    if checksum then return end
+    local what = M.OPCODES[env.opcode]
+    if env.opcode == 0x00 then what = code and string.format("ERROR 0x%04x", code) or "a malformed ERROR" end
+    finding(dir, rec.findings, "missed_refusal", rule, "the server answered with " .. what .. " a STARTUP it must refuse with ERROR (PROTOCOL_ERROR): " .. why)
 end
 
 -- Handshake bookkeeping for an unframed envelope (LIFE-1..LIFE-9, NEG-1..NEG-8, LIFE-13).
@@ -443,8 +476,12 @@ local function handshake(conv, dir, env, s, pos, rec, ctx)
     local code = env.opcode == 0x00 and env.length >= 4 and s32be(s, body) or nil   -- [int]
     if env.response and pairing(conv) and not pair_response(conv, dir, env, rec, code) then return end
     await_answer(conv, env)
+    if env.response then judge_response(conv, dir, env, rec, code) end
     if env.opcode == 0x01 and not env.response then
         local opts, repeated = read_map(s, body, stop, read_string)   -- [string map]
+        if conv.asked == nil then
+            conv.asked = { stream = env.stream, protocol = env.protocol, options = opts, repeated = repeated, dir = dir.key }
+        end
         opts = opts or {}
         -- NEG-4 holds for a STARTUP of any version: a v4 server ignores the key (NEG-7), but a
         -- client that sends it unlisted does not look at SUPPORTED
@@ -797,7 +834,7 @@ end
 --- A copy of the state that process() may change, so that a packet can be decoded again
 --- (Wireshark revisits packets) from exactly the state it was first decoded in.
 function M.snapshot(conv)
-    local c = { startup = conv.startup, supported = conv.supported, negotiated = conv.negotiated, legacy = conv.legacy, refused = conv.refused, outstanding = conv.outstanding, dirs = {} }
+    local c = { startup = conv.startup, asked = conv.asked, supported = conv.supported, negotiated = conv.negotiated, legacy = conv.legacy, refused = conv.refused, outstanding = conv.outstanding, dirs = {} }
     for k, d in pairs(conv.dirs) do
         local nd = {}
         for f, v in pairs(d) do nd[f] = v end

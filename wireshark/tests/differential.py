@@ -159,7 +159,9 @@ def draw(rng: random.Random) -> Connection:
     elif response == "AUTHENTICATE":
         c.server += envelope(rv, rf, startup_stream, AUTHENTICATE, string("PasswordAuthenticator"))
     elif response == "ERROR":
-        c.server += envelope(rv, rf, startup_stream, ERROR, error(PROTOCOL_ERROR, "bad STARTUP"))
+        # another error code than PROTOCOL_ERROR breaks NEG-2, NEG-6 or NEG-9 where they apply
+        code = rng.choices([PROTOCOL_ERROR, SERVER_ERROR], weights=[3, 1])[0]
+        c.server += envelope(rv, rf, startup_stream, ERROR, error(code, "bad STARTUP"))
     elif response == "refuse":
         c.server += envelope(0x84, 0, rng.choice(streams), ERROR, error(PROTOCOL_ERROR, "version refused"))
     elif response == "RESULT":

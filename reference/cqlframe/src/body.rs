@@ -70,6 +70,11 @@ pub fn read_error(body: &[u8]) -> Result<(i32, String), BodyError> {
     Ok((r.int()?, r.string()?))
 }
 
+/// Parses the code that starts an ERROR body: what a receiver acts on, whatever the message.
+pub fn read_error_code(body: &[u8]) -> Result<i32, BodyError> {
+    Reader(body).int()
+}
+
 fn write_string(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u16).to_be_bytes());
     out.extend_from_slice(s.as_bytes());

@@ -706,7 +706,7 @@ pub fn framed_envelope_fault(role: Role, version: u8, h: &EnvelopeHeader) -> Opt
 fn reports_framing_error(envelope: &Envelope<'_>) -> bool {
     envelope.header.opcode == Opcode::Error as u8
         && envelope.header.stream == 0
-        && body::read_error(envelope.body).is_ok_and(|(code, _)| code == body::PROTOCOL_ERROR)
+        && body::read_error_code(envelope.body) == Ok(body::PROTOCOL_ERROR)
 }
 
 /// Decodes framed input and refuses each envelope with a fault of its own

@@ -93,10 +93,28 @@ fn rules_of(server: &Value, client: &Value) -> Vec<(String, String)> {
     v
 }
 
+/// The MUST-level sender rules the manifest says the judge finds (`expected.judged`).
+fn judged(case: &Value) -> Vec<(String, String)> {
+    let found = case["expected"]["judged"].as_array().expect("judged");
+    found
+        .iter()
+        .filter(|f| f["level"] == "MUST")
+        .map(|f| {
+            let text = |key: &str| f[key].as_str().unwrap_or_default().to_string();
+            (text("direction"), text("rule"))
+        })
+        .collect()
+}
+
 /// Whether the rules `cqlframe check` found are one outcome the manifest allows: its receivers'
-/// errors, and besides them only rules the case cites (a sender rule such as NEG-4, which no
-/// receiver's error shows).
+/// errors and the sender rules it lists as judged, and besides them only rules the case cites.
 fn allowed(case: &Value, found: &[(String, String)]) -> bool {
+    judged(case).iter().all(|r| found.contains(r)) && receivers_allow(case, found)
+}
+
+/// Whether `found` holds one outcome of the receivers, and besides it only rules the case cites
+/// (a sender rule such as NEG-4, which no receiver's error shows).
+fn receivers_allow(case: &Value, found: &[(String, String)]) -> bool {
     let cited: Vec<&str> = case["rules"]
         .as_array()
         .expect("rules")

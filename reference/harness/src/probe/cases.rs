@@ -84,9 +84,20 @@ impl Verdict {
         offered
     }
 
-    /// Keeps a finished connection's wire log, and the judge's findings in the server's bytes.
+    /// Keeps a finished connection's wire log, and the judge's findings in the server's bytes
+    /// (but for a rule the case has already failed from the judge's word).
     fn keep(&mut self, p: Probe) {
-        self.checks.extend(p.judged(self.logs.len()));
+        let judged = p.judged(self.logs.len());
+        let new: Vec<Check> = judged
+            .into_iter()
+            .filter(|j| {
+                !self
+                    .checks
+                    .iter()
+                    .any(|c| c.rule == j.rule && c.status == Status::Fail)
+            })
+            .collect();
+        self.checks.extend(new);
         self.logs.push(p.log);
     }
 }
@@ -113,7 +124,7 @@ fn needs_lz4(ctx: &Ctx, v: &mut Verdict) -> bool {
 
 /// A new connection as `version`; failing `rule` if there is none.
 fn connect(ctx: &Ctx, v: &mut Verdict, version: u8, rule: &str) -> Option<Probe> {
-    match Probe::connect(&ctx.target, version, ctx.timeout) {
+    match Probe::connect(&ctx.target, version, ctx.timeout, &ctx.supported) {
         Ok(p) => Some(p),
         Err(e) => {
             v.fail(rule, MUST, e);
@@ -534,22 +545,21 @@ fn snappy(ctx: &mut Ctx, v: &mut Verdict) {
     );
 }
 
-/// A new v5 connection whose STARTUP with `options` must be refused with PROTOCOL_ERROR (`rule`).
+/// A new v5 connection whose STARTUP with `options` must be refused with PROTOCOL_ERROR (`rule`):
+/// the judge decides, from its response.
 fn refused(ctx: &Ctx, v: &mut Verdict, rule: &str, options: &[(&str, &str)], what: &str) {
     let Some(mut p) = connect(ctx, v, 5, rule) else {
         return;
     };
     match p.handshake(options) {
-        Ok((h, b)) if h.opcode == Opcode::Error as u8 => {
-            let (code, m) = body::read_error(&b).unwrap_or((-1, String::new()));
-            v.check(
-                rule,
-                MUST,
-                code == 0x000A,
-                format!("{what}: ERROR {code:#06x} {m}"),
-            );
-        }
-        Ok((h, _)) => v.wrong_answer(rule, what, h.opcode),
+        Ok((h, b)) => match p.server_finding(rule, v.logs.len()) {
+            Some(found) => v.checks.push(found),
+            None => {
+                let m = body::read_error(&b).map(|(c, m)| format!(" {c:#06x} {m}"));
+                let answer = format!("{}{}", opcode_name(h.opcode), m.unwrap_or_default());
+                v.pass(rule, MUST, format!("{what}: {answer}"));
+            }
+        },
         Err(e) => v.fail(rule, MUST, format!("handshake: {e}")),
     }
     v.keep(p);

@@ -79,7 +79,14 @@ pub fn query_body(query: &str) -> Vec<u8> {
 }
 
 impl Probe {
-    pub fn connect(target: &str, version: u8, timeout: Duration) -> Result<Probe, String> {
+    /// A new connection to `target`, whose judge knows what the node's `supported` multimap
+    /// said (from another connection; empty: nothing known).
+    pub fn connect(
+        target: &str,
+        version: u8,
+        timeout: Duration,
+        supported: &[(String, Vec<String>)],
+    ) -> Result<Probe, String> {
         let addr = target
             .to_socket_addrs()
             .map_err(|e| format!("{target}: {e}"))?
@@ -89,6 +96,10 @@ impl Probe {
             .map_err(|e| format!("connect {target}: {e}"))?;
         let _ = stream.set_nodelay(true);
         let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
+        let mut judge = Judge::new(256 << 20);
+        if !supported.is_empty() {
+            judge.heard(supported);
+        }
         Ok(Probe {
             stream,
             conn: Connection::new(Role::Client, 256 << 20, SplitPolicy::DRIVERS),
@@ -100,7 +111,7 @@ impl Probe {
             start: Instant::now(),
             timeout,
             raw: Vec::new(),
-            judge: Judge::new(256 << 20),
+            judge,
             findings: Tally::default(),
         })
     }
@@ -186,6 +197,15 @@ impl Probe {
         for f in &found {
             self.findings.add(f);
         }
+    }
+
+    /// The judge's finding of `rule` in the server's bytes so far, as a failed check.
+    pub fn server_finding(&self, rule: &str, connection: usize) -> Option<Check> {
+        self.findings
+            .rules()
+            .iter()
+            .find(|r| r.first.direction == Direction::ServerToClient && r.first.rule == rule)
+            .map(|r| r.as_check(&format!("connection {connection}, the server's bytes")))
     }
 
     /// What the judge found in the server's bytes on this connection, as checks of the case,

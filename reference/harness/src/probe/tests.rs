@@ -127,7 +127,8 @@ fn a_server_stalling_inside_a_frame_is_reported_with_the_partial_frame() {
     for cut in [3, 10] {
         let (port, server) = stalling_server(cut);
         let target = format!("127.0.0.1:{port}");
-        let mut probe = Probe::connect(&target, 5, Duration::from_millis(400)).expect("connect");
+        let mut probe =
+            Probe::connect(&target, 5, Duration::from_millis(400), &[]).expect("connect");
         probe
             .handshake(&[("CQL_VERSION", "3.0.0")])
             .expect("handshake");
@@ -140,5 +141,73 @@ fn a_server_stalling_inside_a_frame_is_reported_with_the_partial_frame() {
         }
         drop(probe);
         server.join().expect("server");
+    }
+}
+
+/// A server that answers every OPTIONS with SUPPORTED (LZ4; CRC32 and CRC32C) and every STARTUP
+/// with READY, whatever it asks, on every connection, then reads until the probe closes.
+fn agreeable_server() -> u16 {
+    use cqlframe::body;
+    use cqlframe::envelope::{envelope_bytes, EnvelopeHeader, Opcode, RESPONSE_BIT};
+    use std::io::{Read, Write};
+    fn serve(mut s: std::net::TcpStream) -> std::io::Result<()> {
+        loop {
+            let mut h = [0u8; 9];
+            s.read_exact(&mut h)?;
+            let h = EnvelopeHeader::parse(&h);
+            s.read_exact(&mut vec![0u8; h.length.max(0) as usize])?;
+            let version = h.protocol_version() | RESPONSE_BIT;
+            let answer = match Opcode::from_u8(h.opcode) {
+                Some(Opcode::Options) => {
+                    let map = [
+                        ("COMPRESSION", vec!["lz4"]),
+                        ("FRAME_CHECKSUMS", vec!["crc32", "crc32c"]),
+                    ];
+                    envelope_bytes(
+                        version,
+                        0,
+                        h.stream,
+                        Opcode::Supported,
+                        &body::string_multimap(&map),
+                    )
+                }
+                _ => envelope_bytes(version, 0, h.stream, Opcode::Ready, &[]),
+            };
+            s.write_all(&answer)?;
+            if h.opcode == Opcode::Startup as u8 {
+                while s.read(&mut [0u8; 256])? > 0 {}
+                return Ok(());
+            }
+        }
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for s in listener.incoming().flatten() {
+            std::thread::spawn(move || serve(s));
+        }
+    });
+    port
+}
+
+// NEG-2 and NEG-6 against a server that takes every STARTUP: the judge's finding is the case's
+// one check of the rule (the probe's own NEG-4, asking for xxhash, does not hide it).
+#[test]
+fn a_server_taking_a_startup_it_must_refuse_fails_the_rule_once() {
+    use crate::verdict::Status;
+    let target = format!("127.0.0.1:{}", agreeable_server());
+    let selected = ["probe.compression-snappy", "probe.frame-checksum-unknown"].map(String::from);
+    let wait = Duration::from_millis(300);
+    let (_, results, _) = probe(&target, &selected, wait, wait, |_, _, _| {});
+    for (case, rule) in [
+        ("probe.compression-snappy", "NEG-2"),
+        ("probe.frame-checksum-unknown", "NEG-6"),
+    ] {
+        let r = results.iter().find(|r| r.case == case).expect("case run");
+        assert_eq!(r.outcome, Outcome::Fail, "{case}: {r:?}");
+        let checks: Vec<_> = r.checks.iter().filter(|c| c.rule == rule).collect();
+        assert_eq!(checks.len(), 1, "{case}: {checks:?}");
+        assert_eq!(checks[0].status, Status::Fail);
+        assert!(checks[0].message.contains("READY"), "{checks:?}");
     }
 }

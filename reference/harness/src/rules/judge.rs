@@ -16,12 +16,12 @@ use super::sender::{SenderChecks, Stats};
 use crate::verdict::Level;
 use cqlframe::body;
 use cqlframe::connection::{
-    framed_envelope_fault, Connection, ConnectionEvent, Negotiated, Role, ServerOptions,
+    framed_envelope_fault, negotiate, Connection, ConnectionEvent, Negotiated, Role, ServerOptions,
     FIRST_FRAMED_VERSION,
 };
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::encoder::SplitPolicy;
-use cqlframe::envelope::{Envelope, EnvelopeHeader, Opcode, RESPONSE_BIT};
+use cqlframe::envelope::{opcode_name, Envelope, EnvelopeHeader, Opcode, RESPONSE_BIT};
 use cqlframe::format::{parse_checksum, FrameSettings};
 use cqlframe::FramingError;
 
@@ -43,6 +43,15 @@ enum Mode {
     Stopped,
 }
 
+/// The client's STARTUP, as far as the server's response to it is judged.
+#[derive(Debug)]
+struct Startup {
+    version: u8,
+    stream: i16,
+    /// Its options; `None` for a malformed body.
+    options: Option<Vec<(String, String)>>,
+}
+
 #[derive(Debug)]
 struct Side {
     mode: Mode,
@@ -60,12 +69,14 @@ pub struct Judge {
     server: Connection,
     /// Client role: receives the server's bytes.
     client: Connection,
-    /// What the node accepts, when the caller said so; else learned from SUPPORTED.
+    /// What the node accepts, when the caller said so.
     node: Option<ServerOptions>,
+    /// What the node is known to accept: the caller's word, else learned from SUPPORTED.
+    known: Option<ServerOptions>,
     /// The `FRAME_CHECKSUMS` values the node listed, once known (empty: SUPPORTED had none).
     listed: Option<Vec<String>>,
-    /// STARTUP seen (version, stream): later client envelopes are not shown to `client`.
-    startup: Option<(u8, i16)>,
+    /// STARTUP seen: later client envelopes are not shown to `client`.
+    startup: Option<Startup>,
     /// The STARTUP response has been shown to `server`.
     responded: bool,
     /// Unframed client bytes so far, to replay into a re-created `server`.
@@ -111,6 +122,7 @@ impl Judge {
                 SplitPolicy::SERVER,
             ),
             client: Connection::new(Role::Client, max_body, SplitPolicy::DRIVERS),
+            known: node.clone(),
             node,
             listed,
             startup: None,
@@ -178,7 +190,8 @@ impl Judge {
         // A v4 STARTUP switches nothing: its client's side is judged on, unframed.
         let awaits = self
             .startup
-            .is_some_and(|(version, _)| version >= FIRST_FRAMED_VERSION);
+            .as_ref()
+            .is_some_and(|s| s.version >= FIRST_FRAMED_VERSION);
         if self.sides[d.index()].orphaned && awaits {
             self.stop(d);
         }
@@ -249,6 +262,7 @@ impl Judge {
         let Judge {
             server,
             client,
+            known,
             listed,
             startup,
             responded,
@@ -282,7 +296,11 @@ impl Judge {
                         // The client's envelopes up to and including the STARTUP.
                         let before_startup = startup.is_none();
                         if before_startup && h.opcode == Opcode::Startup as u8 {
-                            *startup = Some((h.protocol_version(), h.stream));
+                            *startup = Some(Startup {
+                                version: h.protocol_version(),
+                                stream: h.stream,
+                                options: body::read_string_map(envelope.body).ok(),
+                            });
                             out.extend(unlisted_checksum(&envelope, listed.as_deref(), offset));
                         }
                         before_startup
@@ -295,8 +313,12 @@ impl Judge {
                         // The server's envelopes up to the STARTUP response, or up to the
                         // refusal of the STARTUP's version (LIFE-11).
                         let show = !*responded;
-                        if startup.is_some_and(|s| ends_startup_wait(s, &h)) {
+                        if let Some(s) = startup
+                            .as_ref()
+                            .filter(|s| show && ends_startup_wait(s, &h))
+                        {
                             *responded = true;
+                            out.extend(missed_refusal(s, known.as_ref(), &envelope, offset));
                         }
                         show
                     };
@@ -336,13 +358,18 @@ impl Judge {
         }
     }
 
-    /// The server's SUPPORTED says which `FRAME_CHECKSUM` values it lists and acts on, unless
-    /// the caller said what the node accepts.
+    /// The server's SUPPORTED says which `FRAME_CHECKSUM` values it lists and acts on.
     fn learn_supported(&mut self, body: &[u8]) {
+        self.heard(&body::read_string_multimap(body).unwrap_or_default());
+    }
+
+    /// What a SUPPORTED from the same node said, on this connection or another (NEG-4 counts
+    /// both): the `FRAME_CHECKSUM` values it lists and acts on, unless the caller said what the
+    /// node accepts.
+    pub fn heard(&mut self, map: &[(String, Vec<String>)]) {
         if self.node.is_some() {
             return;
         }
-        let map = body::read_string_multimap(body).unwrap_or_default();
         let listed = map
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case("FRAME_CHECKSUMS"))
@@ -354,6 +381,7 @@ impl Judge {
                 .map(|v| v.iter().filter_map(|name| parse_checksum(name)).collect()),
         };
         self.listed = Some(listed.unwrap_or_default());
+        self.known = Some(options.clone());
         if let Some(replay) = &self.replay {
             let mut server = Connection::server(options, self.max_body, SplitPolicy::SERVER);
             let _ = server.receive(replay, &mut |_| Ok(()));
@@ -406,18 +434,53 @@ fn await_refused(client: &mut Connection, envelope: &Envelope<'_>) {
     }
 }
 
-/// Whether the server's unframed envelope `h` ends the wait for the response to the STARTUP
-/// of (version, stream): the response on its stream (LIFE-5, LIFE-8), or an ERROR in another
-/// version, on any stream (LIFE-11).
-fn ends_startup_wait((version, stream): (u8, i16), h: &EnvelopeHeader) -> bool {
+/// Whether the server's unframed envelope `h` ends the wait for the response to `startup`: the
+/// response on its stream (LIFE-5, LIFE-8), or an ERROR in another version, on any stream
+/// (LIFE-11).
+fn ends_startup_wait(startup: &Startup, h: &EnvelopeHeader) -> bool {
     let op = Opcode::from_u8(h.opcode);
-    let refusal = op == Some(Opcode::Error) && h.version != version | RESPONSE_BIT;
-    let response = h.stream == stream
+    let refusal = op == Some(Opcode::Error) && h.version != startup.version | RESPONSE_BIT;
+    let response = h.stream == startup.stream
         && matches!(
             op,
             Some(Opcode::Ready | Opcode::Authenticate | Opcode::Error)
         );
     refusal || response
+}
+
+/// NEG-2, NEG-6, NEG-9: the server's `response` to `startup` (in its version, on its stream)
+/// takes a STARTUP that it must refuse with ERROR (PROTOCOL_ERROR), or refuses it with another
+/// error code. Judged with what is known of the node; without it, only what every server must
+/// refuse (a COMPRESSION other than `lz4`, a repeated key), not the checksums it accepts.
+fn missed_refusal(
+    startup: &Startup,
+    node: Option<&ServerOptions>,
+    response: &Envelope<'_>,
+    offset: u64,
+) -> Option<Finding> {
+    let h = response.header;
+    if h.version != startup.version | RESPONSE_BIT {
+        return None;
+    }
+    let unknown = ServerOptions {
+        lz4: true,
+        checksums: None,
+    };
+    let options = startup.options.as_deref()?;
+    let refusal = negotiate(startup.version, options, node.unwrap_or(&unknown)).err()?;
+    let answer = match body::read_error_code(response.body) {
+        _ if h.opcode != Opcode::Error as u8 => opcode_name(h.opcode),
+        Ok(body::PROTOCOL_ERROR) => return None,
+        Ok(code) => format!("ERROR {code:#06x}"),
+        Err(_) => "a malformed ERROR".to_string(),
+    };
+    Some(Finding::sender(
+        refusal.rule(),
+        Level::Must,
+        Direction::ServerToClient,
+        offset,
+        format!("the server answered with {answer} a STARTUP it must refuse with ERROR (PROTOCOL_ERROR): {refusal}"),
+    ))
 }
 
 /// NEG-4: a STARTUP asks for a `FRAME_CHECKSUM` other than `crc32` that the node did not list

@@ -89,12 +89,108 @@ fn unlisted_checksum_is_neg4_when_the_node_is_known() {
     };
     let mut judge = Judge::for_node(crc32_only.clone(), MAX_BODY);
     let found = switched(&mut judge, &[("FRAME_CHECKSUM", "crc32c")]);
-    assert_eq!(rules(&found)[0], ("NEG-4", Level::Must, C2S, false));
+    assert_eq!(
+        rules(&found),
+        vec![
+            ("NEG-4", Level::Must, C2S, false),
+            // The server took it all the same.
+            ("NEG-6", Level::Must, S2C, false)
+        ]
+    );
     let mut judge = Judge::for_node(crc32_only, MAX_BODY);
     assert!(switched(&mut judge, &[("FRAME_CHECKSUM", "CRC32")]).is_empty());
     // Nothing known about the node: not judged.
     let mut judge = Judge::new(MAX_BODY);
     assert!(switched(&mut judge, &[("FRAME_CHECKSUM", "crc32c")]).is_empty());
+}
+
+/// STARTUP with `options`, answered with `response` (stream 1): what the judge finds.
+fn answered(judge: &mut Judge, options: &[(&str, &str)], response: &[u8]) -> Vec<Finding> {
+    let mut found = Vec::new();
+    judge.receive(C2S, &startup(options), &mut found);
+    judge.receive(S2C, response, &mut found);
+    found
+}
+
+// NEG-2, NEG-9: whatever the node, a server that takes a STARTUP with a COMPRESSION other than
+// lz4 or a repeated key, or refuses it with an error code other than PROTOCOL_ERROR, breaks
+// the rule; a PROTOCOL_ERROR does not, and neither does a version refusal (LIFE-11).
+#[test]
+fn a_startup_taken_that_must_be_refused_is_the_servers_finding() {
+    let ready = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
+    let server_error = envelope_bytes(0x85, 0, 1, Opcode::Error, &body::error(0, "no"));
+    let refused = protocol_error(0x85, 0, 1, "refused");
+    let other_version = protocol_error(0x84, 0, 0, "v5 unsupported");
+    let snappy: &[(&str, &str)] = &[("COMPRESSION", "snappy")];
+    let repeated: &[(&str, &str)] = &[("COMPRESSION", "lz4"), ("compression", "lz4")];
+    for (options, response, want) in [
+        (snappy, &ready, Some("NEG-2")),
+        (snappy, &server_error, Some("NEG-2")),
+        (snappy, &refused, None),
+        (snappy, &other_version, None),
+        (repeated, &ready, Some("NEG-9")),
+        (&[("COMPRESSION", "LZ4")][..], &ready, None),
+    ] {
+        let found = answered(&mut Judge::new(MAX_BODY), options, response);
+        let want: Vec<_> = want
+            .map(|r| (r, Level::Must, S2C, false))
+            .into_iter()
+            .collect();
+        assert_eq!(rules(&found), want, "{options:?}");
+        if let Some(f) = found.first() {
+            assert_eq!(f.offset, 0, "at the response's first byte");
+        }
+    }
+}
+
+// NEG-6 needs what the node accepts: a node that listed FRAME_CHECKSUMS (or the caller's word);
+// one whose SUPPORTED has no FRAME_CHECKSUMS ignores the key, and without SUPPORTED nothing is
+// known.
+#[test]
+fn an_unaccepted_checksum_taken_is_neg6_when_the_node_is_known() {
+    let ready = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
+    let xxhash: &[(&str, &str)] = &[("FRAME_CHECKSUM", "xxhash")];
+    let supported = |options: &ServerOptions| {
+        let listed: Vec<&str> = options
+            .checksums
+            .iter()
+            .flatten()
+            .map(|c| c.name())
+            .collect();
+        let mut map = vec![("COMPRESSION", vec!["lz4"])];
+        if options.checksums.is_some() {
+            map.push(("FRAME_CHECKSUMS", listed));
+        }
+        envelope_bytes(0x85, 0, 0, Opcode::Supported, &body::string_multimap(&map))
+    };
+    let old = ServerOptions {
+        checksums: None,
+        ..ServerOptions::default()
+    };
+    for (node, want) in [(ServerOptions::default(), 1), (old, 0)] {
+        let mut judge = Judge::new(MAX_BODY);
+        let mut found = Vec::new();
+        judge.receive(
+            C2S,
+            &envelope_bytes(5, 0, 0, Opcode::Options, &[]),
+            &mut found,
+        );
+        judge.receive(S2C, &supported(&node), &mut found);
+        found.extend(answered(&mut judge, xxhash, &ready));
+        let neg6 = rules(&found)
+            .iter()
+            .filter(|r| *r == &("NEG-6", Level::Must, S2C, false))
+            .count();
+        assert_eq!(neg6, want, "{node:?}: {found:?}");
+    }
+    assert!(answered(&mut Judge::new(MAX_BODY), xxhash, &ready).is_empty());
+    let found = answered(
+        &mut Judge::for_node(ServerOptions::default(), MAX_BODY),
+        xxhash,
+        &ready,
+    );
+    let want = [("NEG-4", C2S), ("NEG-6", S2C)].map(|(r, d)| (r, Level::Must, d, false));
+    assert_eq!(rules(&found), want);
 }
 
 // A receiver's error is fatal for its direction (RECV-11) and names the sender's rule.

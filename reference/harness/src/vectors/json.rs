@@ -98,12 +98,20 @@ pub fn expected(case: &Case, chunking: Option<&[usize]>) -> Value {
     }
 }
 
-/// The rule of the first error in an expected result, if any.
+/// The rule of the first error in an expected result, if any; in a session that no receiver
+/// refuses, the first MUST-level sender rule the judge finds.
 fn first_error_rule(expected: &Value) -> Option<String> {
     let rule = |v: &Value| v["error"]["rule"].as_str().map(str::to_string);
+    let judged = || {
+        let mut found = expected["judged"].as_array()?.iter();
+        found
+            .find(|f| f["level"] == "MUST")
+            .map(|f| f["rule"].as_str().unwrap_or_default().to_string())
+    };
     rule(expected)
         .or_else(|| rule(&expected["server_receives"]))
         .or_else(|| rule(&expected["client_receives"]))
+        .or_else(judged)
 }
 
 /// Files of a case: name under `vectors/cases/`, and bytes.

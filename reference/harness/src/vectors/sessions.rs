@@ -3,11 +3,13 @@
 //! talking; invalid ones are edited by hand where a conforming sender would refuse.
 
 use super::{cql, json, Case, Group, Input};
+use crate::pcap::write::{session_turns, Peer};
+use crate::rules::{Direction, Judge};
 use crate::transcript::{EnvelopeRecord, FrameRecord};
 use cqlframe::body;
 use cqlframe::checksum::PayloadChecksum;
 use cqlframe::connection::{
-    Connection, ConnectionEvent, EarlyBytes, Negotiated, Role, ServerOptions,
+    requested, Connection, ConnectionEvent, EarlyBytes, Negotiated, Role, ServerOptions,
 };
 use cqlframe::encoder::{FrameEncoder, SplitPolicy};
 use cqlframe::envelope::{
@@ -50,6 +52,38 @@ impl Session {
         })
     }
 
+    /// The sender rules that the kit's judge finds broken and no receiver refuses (FMT-6,
+    /// ENV-4, NEG-4, a server that takes a STARTUP it must refuse: NEG-2, NEG-6, NEG-9), on
+    /// both streams exchanged as the session's capture exchanges them.
+    fn judged(&self) -> Value {
+        let turns = session_turns(
+            &self.client,
+            &self.server,
+            self.server_switch,
+            self.server_responds_after,
+        )
+        .unwrap_or_default();
+        let mut judge = Judge::new(MAX_BODY);
+        let mut found = Vec::new();
+        for turn in turns {
+            let d = match turn.from {
+                Peer::Client => Direction::ClientToServer,
+                Peer::Server => Direction::ServerToClient,
+            };
+            judge.receive(d, turn.bytes, &mut found);
+        }
+        for d in Direction::BOTH {
+            judge.finish(d, &mut found);
+        }
+        found
+            .iter()
+            .filter(|f| f.kind == "sender_rule")
+            .map(|f| {
+                json!({"direction": f.direction, "rule": f.rule, "level": f.level, "offset": f.offset})
+            })
+            .collect()
+    }
+
     /// Replays both directions through a reference client and server: what each receives. A
     /// server may also conform by another outcome (LIFE-12 lets it parse bytes sent too early
     /// as frames instead of refusing them): those that differ are listed as alternatives.
@@ -64,6 +98,7 @@ impl Session {
             "client_receives": self.client_side(chunking),
             "server_receives": server,
             "server_receives_alternatives": alternatives,
+            "judged": self.judged(),
         })
     }
 
@@ -554,6 +589,8 @@ fn violations() -> Vec<Case> {
     let startup = |options: &[(&str, &str)]| {
         envelope_bytes(5, 0, 1, Opcode::Startup, &body::string_map(options))
     };
+    let cql = ("CQL_VERSION", "3.0.0");
+    let snappy: &[(&str, &str)] = &[cql, ("COMPRESSION", "snappy")];
     let ready = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
     let event = envelope_bytes(
         0x85,
@@ -647,9 +684,59 @@ fn violations() -> Vec<Case> {
             plain(negative_length.clone(), [supported_answer.clone(), fault_report(&negative_length)].concat(), None, None, negative_length.len())),
         case("unframed-truncated", "Before the switch the client sends OPTIONS, then the stream ends inside a STARTUP: a truncation (RECV-9, at the STARTUP's first byte).", &["LIFE-1", "RECV-9"], Some("RECV-9"),
             plain(truncated.clone(), supported_answer, None, None, truncated.len())),
+        case("server-takes-snappy", "The client asks COMPRESSION=snappy on v5 and the server answers READY, then frames uncompressed with CRC32, where it must refuse the STARTUP with ERROR (PROTOCOL_ERROR). Both ends frame alike, so no receiver sees a fault: whoever judges the handshake does.", &["NEG-2"], Some("NEG-2"),
+            Taken { options: snappy, response: ready.clone(), event: Some(&event), node: None }.session()),
+        case("server-refuses-snappy-with-server-error", "The client asks COMPRESSION=snappy on v5 and the server refuses the STARTUP with an ERROR of code SERVER_ERROR, where NEG-2 asks PROTOCOL_ERROR. Both ends then switch to uncompressed frames with CRC32 (LIFE-8).", &["NEG-2", "LIFE-8"], Some("NEG-2"),
+            Taken { options: snappy, response: envelope_bytes(0x85, 0, 1, Opcode::Error, &body::error(0x0000, "snappy is not supported")), event: None, node: None }.session()),
+        case("server-takes-repeated-key", "The client's STARTUP carries FRAME_CHECKSUM twice (FRAME_CHECKSUM and frame_checksum, both crc32) and the server answers READY, as Apache Cassandra does, where it must refuse it (NEG-9).", &["NEG-9"], Some("NEG-9"),
+            Taken { options: &[cql, ("FRAME_CHECKSUM", "crc32"), ("frame_checksum", "crc32")], response: ready.clone(), event: Some(&event), node: None }.session()),
+        case("server-takes-unlisted-checksum", "The node's SUPPORTED lists FRAME_CHECKSUMS crc32 only; the client asks for CRC32C all the same (NEG-4), and the server answers READY and frames with CRC32C, where it must refuse the STARTUP (NEG-6).", &["NEG-4", "NEG-6", "NEG-3"], Some("NEG-4"),
+            Taken { options: &[cql, ("FRAME_CHECKSUM", "crc32c")], response: ready.clone(), event: Some(&event), node: Some(ServerOptions { checksums: Some(vec![PayloadChecksum::Crc32]), ..ServerOptions::default() }) }.session()),
         case("wrong-version-envelope", "After the switch the client sends a v4 QUERY inside a v5 frame, then a proper v5 QUERY: the server refuses the first on its own (a v5 ERROR on its stream) and answers the second; the connection goes on.", &["ENV-2"], None,
             wrong_version_envelope(&good_startup, &ready)),
     ]
+}
+
+/// A server that answers a STARTUP with `options` with `response` (then `event`, framed as the
+/// client asked, if given), where it must refuse that STARTUP with ERROR (PROTOCOL_ERROR).
+/// With `node`, the client first asks OPTIONS of a node that accepts that, and it answers.
+struct Taken<'a> {
+    options: &'a [(&'a str, &'a str)],
+    response: Vec<u8>,
+    event: Option<&'a [u8]>,
+    node: Option<ServerOptions>,
+}
+
+impl Taken<'_> {
+    fn session(self) -> Session {
+        let startup = envelope_bytes(5, 0, 1, Opcode::Startup, &body::string_map(self.options));
+        let (mut client, mut server) = (Vec::new(), Vec::new());
+        if let Some(node) = &self.node {
+            client = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
+            server = envelope_bytes(0x85, 0, 0, Opcode::Supported, &supported(node));
+        }
+        client.extend_from_slice(&startup);
+        server.extend_from_slice(&self.response);
+        let switch = server.len();
+        if let Some(event) = self.event {
+            let options: Vec<(String, String)> = self
+                .options
+                .iter()
+                .map(|&(k, v)| (k.into(), v.into()))
+                .collect();
+            FrameEncoder::new(requested(&options), SplitPolicy::SERVER)
+                .write_envelopes([event], &mut server);
+        }
+        Session {
+            client_switch: Some(client.len()),
+            server_switch: Some(switch),
+            server_responds_after: client.len(),
+            server_options: self.node.unwrap_or_default(),
+            server_versions: CURRENT_VERSIONS,
+            client,
+            server,
+        }
+    }
 }
 
 /// What the reference server writes after the framing error in `client`: its ERROR
