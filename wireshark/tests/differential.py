@@ -100,7 +100,9 @@ def version_of_request(rng: random.Random) -> tuple[int, int]:
 def draw(rng: random.Random) -> Connection:
     c = Connection()
     streams = list(range(4))
-    listed = rng.choice([None, ["crc32"], ["crc32", "crc32c"], ["CRC32", "CRC32C"], ["crc32", "adler32"]])
+    # None: a server that predates FRAME_CHECKSUMS; ["crc32c"] and [] break NEG-3
+    listed = rng.choice([None, ["crc32"], ["crc32", "crc32c"], ["CRC32", "CRC32C"], ["crc32", "adler32"],
+                         ["crc32c"], []])
     supported = string_multimap({"COMPRESSION": ["lz4"], "PROTOCOL_VERSIONS": ["3/v3", "4/v4", "5/v5", "6/v6-beta"],
                                  **({"FRAME_CHECKSUMS": listed} if listed is not None else {})})
     # before STARTUP: OPTIONS, each answered, refused, answered twice or not at all
@@ -126,8 +128,8 @@ def draw(rng: random.Random) -> Connection:
     # STARTUP
     version = rng.choices([5, 6, 4], weights=[8, 2, 1])[0]
     options = [("CQL_VERSION", "3.0.0")]
-    compression = rng.choice([None, "lz4", "LZ4", "snappy"])
-    checksum = rng.choice([None, "crc32", "crc32c", "CRC32C", "adler32"])
+    compression = rng.choice([None, "lz4", "LZ4", "snappy", ""])
+    checksum = rng.choice([None, "crc32", "crc32c", "CRC32C", "adler32", ""])
     if compression:
         options.append((rng.choice(["COMPRESSION", "compression"]), compression))
     if checksum:

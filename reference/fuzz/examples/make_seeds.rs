@@ -288,7 +288,8 @@ fn handshake_seeds(root: &Path) {
     );
 }
 
-/// `capture_read`: the golden session captures as pcap, and as pcapng in both byte orders.
+/// `capture_read`: golden session captures as pcap, and as pcapng in both byte orders (two of
+/// them with a SUPPORTED the judge learns the node from).
 fn capture_seeds(root: &Path) {
     let dir = target_dir(root, "capture_read");
     let vectors = root.join("../../vectors/pcap");
@@ -296,6 +297,8 @@ fn capture_seeds(root: &Path) {
         "session.v5-lz4",
         "session.v5-startup-error",
         "session.unframed-after-switch",
+        "session.crc32c-asked-of-old-server",
+        "session.server-takes-unlisted-checksum",
     ] {
         let pcap = std::fs::read(vectors.join(format!("{name}.pcap"))).unwrap();
         let (linktype, packets) = pcapng::packets(&pcap).unwrap();

@@ -545,6 +545,16 @@ fn snappy(ctx: &mut Ctx, v: &mut Verdict) {
     );
 }
 
+fn repeated_key(ctx: &mut Ctx, v: &mut Verdict) {
+    refused(
+        ctx,
+        v,
+        "NEG-9",
+        &[CQL, ("cql_version", "3.0.0")],
+        "CQL_VERSION and cql_version in one STARTUP",
+    );
+}
+
 /// A new v5 connection whose STARTUP with `options` must be refused with PROTOCOL_ERROR (`rule`):
 /// the judge decides, from its response.
 fn refused(ctx: &Ctx, v: &mut Verdict, rule: &str, options: &[(&str, &str)], what: &str) {
@@ -1174,6 +1184,7 @@ pub const RUNS: &[(&str, Run)] = &[
     ("probe.frame-checksum-crc32", crc32_explicit),
     ("probe.crc32c-asked-anyway", crc32c_anyway),
     ("probe.compression-snappy", snappy),
+    ("probe.startup-repeated-key", repeated_key),
     ("probe.startup-error-framing", startup_error),
     ("probe.pack", pack),
     ("probe.empty-frame", empty_frame),

@@ -190,18 +190,24 @@ fn agreeable_server() -> u16 {
     port
 }
 
-// NEG-2 and NEG-6 against a server that takes every STARTUP: the judge's finding is the case's
+// NEG-2, NEG-6 and NEG-9 against a server that takes every STARTUP: the judge's finding is the case's
 // one check of the rule (the probe's own NEG-4, asking for xxhash, does not hide it).
 #[test]
 fn a_server_taking_a_startup_it_must_refuse_fails_the_rule_once() {
     use crate::verdict::Status;
     let target = format!("127.0.0.1:{}", agreeable_server());
-    let selected = ["probe.compression-snappy", "probe.frame-checksum-unknown"].map(String::from);
+    let selected = [
+        "probe.compression-snappy",
+        "probe.frame-checksum-unknown",
+        "probe.startup-repeated-key",
+    ]
+    .map(String::from);
     let wait = Duration::from_millis(300);
     let (_, results, _) = probe(&target, &selected, wait, wait, |_, _, _| {});
     for (case, rule) in [
         ("probe.compression-snappy", "NEG-2"),
         ("probe.frame-checksum-unknown", "NEG-6"),
+        ("probe.startup-repeated-key", "NEG-9"),
     ] {
         let r = results.iter().find(|r| r.case == case).expect("case run");
         assert_eq!(r.outcome, Outcome::Fail, "{case}: {r:?}");

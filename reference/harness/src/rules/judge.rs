@@ -5,9 +5,12 @@
 //! receives what the client sent, a client-role one what the server sent, and each is shown
 //! the other direction's handshake envelopes (as if it had sent them), so both switch to
 //! framing exactly where the real ends do, with what STARTUP negotiated. What the server node
-//! accepts is given by the caller when it knows it (the conformance server does) or learned
-//! from the connection's SUPPORTED (a SUPPORTED without `FRAME_CHECKSUMS` makes the server side
-//! one that ignores `FRAME_CHECKSUM`, as such a server does). A direction can also be judged
+//! accepts is given by the caller when it knows it (the conformance server does), or learned
+//! from a SUPPORTED of the node, on the connection or heard on another ([`Judge::heard`], the
+//! probe's); a SUPPORTED without `FRAME_CHECKSUMS` makes the server side one that ignores
+//! `FRAME_CHECKSUM`, as such a server does. Beside what each receiver refuses, the judge checks
+//! the sender rules of the handshake: NEG-4 in the client's STARTUP, and the server's answer to
+//! it (NEG-2, NEG-6, NEG-9: a STARTUP taken that had to be refused). A direction can also be judged
 //! from a known frame boundary on ([`Judge::resume`]), for captures joined midway or resumed
 //! after a gap.
 
