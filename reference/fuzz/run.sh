@@ -11,7 +11,7 @@ SECONDS_PER_TARGET="${1:-20}"
 shift || true
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
-    TARGETS=(decode_whole decode_chunked lz4_frames handshake capture_read server_input)
+    TARGETS=(decode_whole decode_chunked lz4_frames handshake capture_read judge server_input)
 fi
 CARGO_FUZZ_VERSION=0.13.2
 TOOLS="$REPO_ROOT/.cache/tools"

@@ -7,8 +7,10 @@ use cqlframe::encoder::{FrameEncoder, SplitPolicy};
 use cqlframe::envelope::{envelope_bytes, Opcode, FLAG_USE_BETA};
 use cqlframe::header::FrameHeader;
 use cqlframe::{Format, FrameSettings};
-use cqlframe_fuzz::{settings, settings_bits, ChunkSpec};
+use cqlframe_fuzz::{judge_input, settings, settings_bits, ChunkSpec};
 use cqlframe_harness::pcap::pcapng;
+use cqlframe_harness::pcap::write::Peer;
+use cqlframe_harness::vectors::{self, Input};
 use std::path::{Path, PathBuf};
 
 fn frames(s: FrameSettings, capacity: usize, envelopes: &[Vec<u8>]) -> Vec<u8> {
@@ -310,6 +312,31 @@ fn capture_seeds(root: &Path) {
     }
 }
 
+/// `judge`: the golden sessions of up to 16 KiB (the handshakes and their violations; the
+/// 420 KB conversations would slow every run) as the capture exchanges them, turn by turn, the
+/// judge told nothing of the node (it learns from SUPPORTED) or told the default node; max body
+/// 1 MiB.
+fn judge_seeds() {
+    let dir = target_dir(Path::new(env!("CARGO_MANIFEST_DIR")), "judge");
+    for case in vectors::cases() {
+        let Input::Session(s) = &case.input else {
+            continue;
+        };
+        if s.client.len() + s.server.len() > 16 << 10 {
+            continue;
+        }
+        let turns = s.turns().unwrap();
+        for node in [0u8, 1] {
+            let turns = turns.iter().map(|t| (t.from == Peer::Server, t.bytes));
+            write(
+                &dir,
+                &format!("{}.node{node}", case.id),
+                &judge_input(node | 7 << 2, turns),
+            );
+        }
+    }
+}
+
 /// `server_input`: the golden sessions' client streams, through a few cases' servers, whole
 /// and in small reads.
 fn server_seeds(root: &Path) {
@@ -336,5 +363,6 @@ fn main() {
     handshake_seeds(root);
     capture_seeds(root);
     server_seeds(root);
+    judge_seeds();
     println!("seeds written under {}", root.join("corpus/seed").display());
 }

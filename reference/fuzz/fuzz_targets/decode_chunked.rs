@@ -3,8 +3,8 @@
 //! Input layout: see `cqlframe_fuzz` (src/lib.rs); the same as `decode_whole`.
 #![no_main]
 
-use cqlframe_harness::transcript::Transcript;
 use cqlframe_fuzz::DecodeInput;
+use cqlframe_harness::transcript::Transcript;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

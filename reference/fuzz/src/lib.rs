@@ -12,6 +12,7 @@
 //! ```
 
 use cqlframe::checksum::PayloadChecksum;
+use cqlframe::connection::ServerOptions;
 use cqlframe::{Format, FrameSettings};
 
 /// Maximum envelope body, chosen by 3 bits: small, so sequences and RECV-12 are reachable.
@@ -61,6 +62,40 @@ impl<'a> DecodeInput<'a> {
             stream,
         })
     }
+}
+
+/// What the `judge` target tells the judge of the node, from bits 0-1: nothing (`None`: it
+/// learns from SUPPORTED), LZ4 with CRC32 and CRC32C, a node that predates FRAME_CHECKSUM, or
+/// one without LZ4 that accepts CRC32 only.
+pub fn judge_node(bits: u8) -> Option<ServerOptions> {
+    match bits & 3 {
+        0 => None,
+        1 => Some(ServerOptions::default()),
+        2 => Some(ServerOptions {
+            checksums: None,
+            ..ServerOptions::default()
+        }),
+        _ => Some(ServerOptions {
+            lz4: false,
+            checksums: Some(vec![PayloadChecksum::Crc32]),
+        }),
+    }
+}
+
+/// A `judge` input: the node byte, then each (server wrote it, bytes) as one turn.
+pub fn judge_input<'a>(
+    node_bits: u8,
+    turns: impl IntoIterator<Item = (bool, &'a [u8])>,
+) -> Vec<u8> {
+    let mut v = vec![node_bits];
+    for (server, bytes) in turns {
+        for piece in bytes.chunks(0x7fff) {
+            let turn = piece.len() as u16 | if server { 0x8000 } else { 0 };
+            v.extend_from_slice(&turn.to_be_bytes());
+            v.extend_from_slice(piece);
+        }
+    }
+    v
 }
 
 /// How to cut a stream into chunks: a spec byte (k = bits 0-2, shift = bits 3-5) then k size

@@ -2,7 +2,7 @@
 //! [`crate::pcap`]), written with the default MSS so that `vectors verify` checks them too.
 
 use super::{Case, Input};
-use crate::pcap::write::{pcap, session_turns, Options};
+use crate::pcap::write::{pcap, Options};
 use std::path::PathBuf;
 
 /// Folder of the captures, relative to the repository root.
@@ -15,13 +15,7 @@ pub fn files(cases: &[Case]) -> Result<Vec<(PathBuf, Vec<u8>)>, String> {
         let Input::Session(s) = &case.input else {
             continue;
         };
-        let turns = session_turns(
-            &s.client,
-            &s.server,
-            s.server_switch,
-            s.server_responds_after,
-        )
-        .map_err(|e| format!("{}: {e}", case.id))?;
+        let turns = s.turns().map_err(|e| format!("{}: {e}", case.id))?;
         let bytes = pcap(&turns, &Options::default()).map_err(|e| format!("{}: {e}", case.id))?;
         out.push((PathBuf::from(DIR).join(format!("{}.pcap", case.id)), bytes));
     }

@@ -3,7 +3,7 @@
 //! talking; invalid ones are edited by hand where a conforming sender would refuse.
 
 use super::{cql, json, Case, Group, Input};
-use crate::pcap::write::{session_turns, Peer};
+use crate::pcap::write::{session_turns, Peer, Turn, WriteError};
 use crate::rules::{Direction, Judge};
 use crate::transcript::{EnvelopeRecord, FrameRecord};
 use cqlframe::body;
@@ -52,17 +52,21 @@ impl Session {
         })
     }
 
-    /// The sender rules that the kit's judge finds broken and no receiver refuses (FMT-6,
-    /// ENV-4, NEG-4, a server that takes a STARTUP it must refuse: NEG-2, NEG-6, NEG-9), on
-    /// both streams exchanged as the session's capture exchanges them.
-    fn judged(&self) -> Value {
-        let turns = session_turns(
+    /// Both streams as a capture exchanges them, turn by turn (see [`session_turns`]).
+    pub fn turns(&self) -> Result<Vec<Turn<'_>>, WriteError> {
+        session_turns(
             &self.client,
             &self.server,
             self.server_switch,
             self.server_responds_after,
         )
-        .unwrap_or_default();
+    }
+
+    /// The sender rules that the kit's judge finds broken and no receiver refuses (FMT-6,
+    /// ENV-4, NEG-4, a server that takes a STARTUP it must refuse: NEG-2, NEG-6, NEG-9), on
+    /// both streams exchanged as the session's capture exchanges them.
+    fn judged(&self) -> Value {
+        let turns = self.turns().unwrap_or_default();
         let mut judge = Judge::new(MAX_BODY);
         let mut found = Vec::new();
         for turn in turns {
