@@ -450,6 +450,15 @@ local function server_settings(conv, st, asked)
     return decided
 end
 
+-- Whether the response `env`, sent by `dir`, ends the wait for the STARTUP `st` of the other
+-- direction: the response on its stream (LIFE-5, LIFE-8), or an ERROR in another version, on
+-- any stream (LIFE-11); ends_startup_wait in reference/harness/src/rules/judge.rs.
+local function ends_startup_wait(st, dir, env)
+    if st.dir == dir.key then return false end
+    if env.opcode == 0x00 and env.protocol ~= st.protocol then return true end
+    return env.stream == st.stream and (env.opcode == 0x00 or env.opcode == 0x02 or env.opcode == 0x03)
+end
+
 -- NEG-2, NEG-6, NEG-9: the server's response to the client's first STARTUP (conv.asked; in its
 -- version, on its stream) takes a STARTUP it must refuse with ERROR (PROTOCOL_ERROR), or refuses
 -- it with another error code. Judged with what SUPPORTED said of the node; with no SUPPORTED,
@@ -457,12 +466,9 @@ end
 -- an ERROR's error code.
 local function judge_response(conv, dir, env, rec, code)
     local st = conv.asked
-    if not st or st.dir == dir.key then return end
-    local answer = env.opcode == 0x00 or env.opcode == 0x02 or env.opcode == 0x03
-    local other_version = env.protocol ~= st.protocol
-    if not ((env.opcode == 0x00 and other_version) or (answer and env.stream == st.stream)) then return end
+    if not st or not ends_startup_wait(st, dir, env) then return end
     conv.asked = false
-    if other_version or st.options == nil or code == 0x000A then return end
+    if env.protocol ~= st.protocol or st.malformed or code == 0x000A then return end
     local checksum, rule, why = decide(st, accepted_checksums(conv, false))
     if checksum then return end
     local what = M.OPCODES[env.opcode]
@@ -479,10 +485,9 @@ local function handshake(conv, dir, env, s, pos, rec, ctx)
     if env.response then judge_response(conv, dir, env, rec, code) end
     if env.opcode == 0x01 and not env.response then
         local opts, repeated = read_map(s, body, stop, read_string)   -- [string map]
-        if conv.asked == nil then
-            conv.asked = { stream = env.stream, protocol = env.protocol, options = opts, repeated = repeated, dir = dir.key }
-        end
-        opts = opts or {}
+        local st = { stream = env.stream, protocol = env.protocol, options = opts or {}, malformed = opts == nil, repeated = repeated, dir = dir.key }
+        if conv.asked == nil then conv.asked = st end
+        opts = st.options
         -- NEG-4 holds for a STARTUP of any version: a v4 server ignores the key (NEG-7), but a
         -- client that sends it unlisted does not look at SUPPORTED
         local fc = opts.FRAME_CHECKSUM
@@ -495,7 +500,7 @@ local function handshake(conv, dir, env, s, pos, rec, ctx)
             end
         end
         if env.protocol >= 5 then
-            conv.startup = { stream = env.stream, protocol = env.protocol, options = opts, repeated = repeated, dir = dir.key }
+            conv.startup = st
             dir.mode = "await"
             dir.startup_number = ctx.number
             dir.role = "client"
@@ -505,9 +510,7 @@ local function handshake(conv, dir, env, s, pos, rec, ctx)
         end
     elseif env.opcode == 0x06 and env.response then
         conv.supported = read_map(s, body, stop, read_string_list) or {}   -- [string multimap]
-    elseif env.response and conv.startup and conv.startup.dir ~= dir.key
-        and ((env.opcode == 0x00 and env.protocol ~= conv.startup.protocol)
-            or ((env.opcode == 0x00 or env.opcode == 0x02 or env.opcode == 0x03) and env.stream == conv.startup.stream)) then
+    elseif env.response and conv.startup and ends_startup_wait(conv.startup, dir, env) then
         local st = conv.startup
         local client = conv.dirs[st.dir]
         if env.protocol ~= st.protocol then

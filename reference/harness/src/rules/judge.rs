@@ -72,10 +72,10 @@ pub struct Judge {
     server: Connection,
     /// Client role: receives the server's bytes.
     client: Connection,
-    /// What the node accepts, when the caller said so.
-    node: Option<ServerOptions>,
     /// What the node is known to accept: the caller's word, else learned from SUPPORTED.
     known: Option<ServerOptions>,
+    /// The caller said what the node accepts: SUPPORTED changes nothing.
+    told: bool,
     /// The `FRAME_CHECKSUMS` values the node listed, once known (empty: SUPPORTED had none).
     listed: Option<Vec<String>>,
     /// STARTUP seen: later client envelopes are not shown to `client`.
@@ -125,8 +125,8 @@ impl Judge {
                 SplitPolicy::SERVER,
             ),
             client: Connection::new(Role::Client, max_body, SplitPolicy::DRIVERS),
-            known: node.clone(),
-            node,
+            told: node.is_some(),
+            known: node,
             listed,
             startup: None,
             responded: false,
@@ -370,7 +370,7 @@ impl Judge {
     /// both): the `FRAME_CHECKSUM` values it lists and acts on, unless the caller said what the
     /// node accepts.
     pub fn heard(&mut self, map: &[(String, Vec<String>)]) {
-        if self.node.is_some() {
+        if self.told {
             return;
         }
         let listed = map

@@ -65,7 +65,7 @@ impl Session {
     /// The sender rules that the kit's judge finds broken and no receiver refuses (FMT-6,
     /// ENV-4, NEG-4, a server that takes a STARTUP it must refuse: NEG-2, NEG-6, NEG-9), on
     /// both streams exchanged as the session's capture exchanges them.
-    fn judged(&self) -> Value {
+    pub(super) fn judged(&self) -> Value {
         let turns = self.turns().unwrap_or_default();
         let mut judge = Judge::new(MAX_BODY);
         let mut found = Vec::new();
@@ -102,7 +102,6 @@ impl Session {
             "client_receives": self.client_side(chunking),
             "server_receives": server,
             "server_receives_alternatives": alternatives,
-            "judged": self.judged(),
         })
     }
 
@@ -590,9 +589,6 @@ fn version_refused() -> Session {
 
 /// Handshake violations, written by hand where the reference ends refuse to.
 fn violations() -> Vec<Case> {
-    let startup = |options: &[(&str, &str)]| {
-        envelope_bytes(5, 0, 1, Opcode::Startup, &body::string_map(options))
-    };
     let cql = ("CQL_VERSION", "3.0.0");
     let snappy: &[(&str, &str)] = &[cql, ("COMPRESSION", "snappy")];
     let ready = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
@@ -701,6 +697,11 @@ fn violations() -> Vec<Case> {
     ]
 }
 
+/// A v5 STARTUP with `options`, on stream 1.
+fn startup(options: &[(&str, &str)]) -> Vec<u8> {
+    envelope_bytes(5, 0, 1, Opcode::Startup, &body::string_map(options))
+}
+
 /// A server that answers a STARTUP with `options` with `response` (then `event`, framed as the
 /// client asked, if given), where it must refuse that STARTUP with ERROR (PROTOCOL_ERROR).
 /// With `node`, the client first asks OPTIONS of a node that accepts that, and it answers.
@@ -713,7 +714,7 @@ struct Taken<'a> {
 
 impl Taken<'_> {
     fn session(self) -> Session {
-        let startup = envelope_bytes(5, 0, 1, Opcode::Startup, &body::string_map(self.options));
+        let startup = startup(self.options);
         let (mut client, mut server) = (Vec::new(), Vec::new());
         if let Some(node) = &self.node {
             client = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
