@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Runs the checksum benchmarks (benches/checksums.rs) once and prints a Markdown table of the
-# criterion medians: GB/s for payloads (ratio ours/peer), ns per call for CRC-24 headers.
+# Runs the checksum benchmarks (benches/checksums.rs) in rounds and prints Markdown tables of the
+# criterion medians: GB/s for payloads (ratio ours/peer), ns per call for CRC-24 headers, and the
+# targets of issue 14 (benches/report.py).
 #
-#   reference/checksum/bench.sh            # run, then print
-#   reference/checksum/bench.sh --report   # print the last run's results only
+#   reference/checksum/bench.sh [--rounds N] [ARGS]   # run N rounds (default 3), then print
+#   reference/checksum/bench.sh --report              # print the last run's results only
+#   reference/checksum/bench.sh --smoke               # two brief rounds: fails if a cell is missing
 #
+# Each round runs every benchmark once, ours and its peers seconds apart; a ratio is taken within
+# a round and the median of the rounds reported with its range, so that a drift of the machine's
+# speed between minutes shows instead of deciding a target. ARGS go to criterion (a filter, say).
 # Also prints the CPU, the paths in use and the ceilings of its `crc32` unit and carry-less
 # multiplier (benches/ceilings/mod.rs). CARGO_TARGET_DIR defaults to
 # <workspace>/target/checksum-bench.
@@ -12,85 +17,31 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 workspace="$(cd "$here/../.." && pwd)"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$workspace/target/checksum-bench}"
-export CRITERION_HOME="$CARGO_TARGET_DIR/criterion"
+out="$CARGO_TARGET_DIR/criterion"
+rounds=3
+check=()
+crit_args=()
+case "${1:-}" in
+    --report) exec python3 "$here/benches/report.py" "$out" ;;
+    --smoke)
+        rounds=2
+        check=(--check)
+        out="$CARGO_TARGET_DIR/criterion-smoke"
+        crit_args=(--warm-up-time 0.01 --measurement-time 0.02 --sample-size 10)
+        shift ;;
+    --rounds)
+        rounds="${2:?--rounds needs a number}"
+        shift 2 ;;
+esac
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "--rounds: a positive number, not '$rounds'" >&2; exit 2; }
 
-if [[ "${1:-}" != "--report" ]]; then
-    mkdir -p "$CRITERION_HOME"
-    uptime > "$CRITERION_HOME/uptime-start.txt"
-    (cd "$workspace" && cargo bench -p cqlframe-checksum --bench checksums -- "$@" >&2)
-    uptime > "$CRITERION_HOME/uptime-end.txt"
-fi
-
-python3 - "$CRITERION_HOME" <<'PY'
-import json, os, sys
-
-root = sys.argv[1]
-
-def text(path):
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return "?"
-
-print(text(os.path.join(root, "machine.txt")))
-print("load: start `%s`, end `%s`" % (text(os.path.join(root, "uptime-start.txt")),
-                                     text(os.path.join(root, "uptime-end.txt"))))
-
-def median_ns(*parts):
-    path = os.path.join(root, *parts, "new", "estimates.json")
-    try:
-        with open(path) as f:
-            return json.load(f)["median"]["point_estimate"]
-    except OSError:
-        return None
-
-def cell(ours, peer, size=None):
-    if peer is None:
-        return "n/a"
-    if size is None:  # latency: ns, ratio is speedup peer/ours
-        return f"{peer:.2f} ns ({peer / ours:.1f}x)" if ours else f"{peer:.2f} ns"
-    gbs = size / peer
-    return f"{gbs:.2f} ({(size / ours) / gbs:.2f}x)" if ours else f"{gbs:.2f}"
-
-sizes = [64, 2037, 16373, 131071]
-tables = [
-    ("crc32c", ["ours-sse42", "ours-vpclmul512", "crc32c", "crc-fast"]),
-    ("crc32", ["crc32fast", "crc-fast"]),
-]
-for group, peers in tables:
-    print(f"\n### {group}: GB/s (ours / peer in parentheses)\n")
-    print("| bytes | ours | " + " | ".join(peers) + " |")
-    print("|---:|---:|" + "---:|" * len(peers))
-    for size in sizes:
-        ours = median_ns(group, "ours", str(size))
-        row = [str(size), f"{size / ours:.2f}" if ours else "n/a"]
-        row += [cell(ours, median_ns(group, p, str(size)), size) for p in peers]
-        print("| " + " | ".join(row) + " |")
-
-print("\n### ceilings: GB/s of payload one unit sustains alone (benches/ceilings/mod.rs)\n")
-print("| unit | GB/s | ours at 131071 B, fraction of it |")
-print("|---|---:|---|")
-ours = {g: median_ns(g, "ours", "131071") for g in ("crc32", "crc32c")}
-# Which of our checksums each unit serves (the IEEE polynomial has no `crc32` instruction).
-for name, what, serves in (("crc32", "`crc32` instruction, 8 B each", ("crc32c",)),
-                           ("clmul512", "512-bit carry-less multiply, 2 per 64 B folded", ("crc32", "crc32c")),
-                           ("clmul256", "256-bit carry-less multiply, 2 per 32 B folded", ("crc32", "crc32c"))):
-    ns = median_ns("ceiling", name)
-    if ns is None:
-        continue
-    with open(os.path.join(root, "ceiling", name, "new", "benchmark.json")) as f:
-        gbs = json.load(f)["throughput"]["BytesDecimal"] / ns
-    frac = ", ".join("%s %.0f%%" % (g, 100 * 131071 / ours[g] / gbs) for g in serves if ours[g])
-    print("| %s | %.2f | %s |" % (what, gbs, frac))
-
-print("\n### crc24 headers: ns per call (peer / ours in parentheses)\n")
-print("| header | ours | bitwise (Cassandra's loop) | crc crate |")
-print("|---|---:|---:|---:|")
-for n in (5, 3):
-    group = f"crc24-header{n}"
-    ours = median_ns(group, "ours")
-    row = [f"{n} bytes", f"{ours:.2f} ns" if ours else "n/a"]
-    row += [cell(ours, median_ns(group, p)) for p in ("bitwise", "crc")]
-    print("| " + " | ".join(row) + " |")
-PY
+rm -rf "$out"
+mkdir -p "$out"
+uptime > "$out/uptime-start.txt"
+for ((k = 1; k <= rounds; k++)); do
+    printf '\n== round %d of %d\n' "$k" "$rounds" >&2
+    (cd "$workspace" && CRITERION_HOME="$out/round-$k" \
+        cargo bench -p cqlframe-checksum --bench checksums -- --noplot "${crit_args[@]}" "$@" >&2)
+done
+uptime > "$out/uptime-end.txt"
+python3 "$here/benches/report.py" "$out" "${check[@]}"

@@ -3,9 +3,9 @@
 //! `new_with_initial`) and `crc-fast` (unseeded: the 4-byte seed is no measurable work); CRC-24
 //! of 5- and 3-byte headers vs Cassandra's bit loop and the `crc` crate.
 //!
-//! `bench.sh` runs this and prints the table of medians. Beside them, the ceilings of the CPU's two
-//! units (see `ceilings.rs`), and the CPU and the paths in use, recorded in
-//! `$CRITERION_HOME/machine.txt` (also printed).
+//! `bench.sh` runs this in rounds and `benches/report.py` prints the tables of medians. Beside
+//! them, the ceilings of the CPU's two units (see `ceilings/mod.rs`), and the CPU and the paths
+//! in use, recorded in `$CRITERION_HOME/machine.txt` (also printed).
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Framing benchmarks, ours against the drivers, in one run (issue 9):
 #
-#   reference/cqlframe/benches/run.sh            # set up, measure everything, print the table (~10 min)
-#   reference/cqlframe/benches/run.sh --report   # reprint the table of the last run
-#   reference/cqlframe/benches/run.sh --smoke    # every implementation briefly (~2 min), into build/bench-smoke;
-#                                       # fails if any cell of the table is missing (test.sh runs this)
+#   reference/cqlframe/benches/run.sh [--rounds N]  # set up, measure everything N times (default 3,
+#                                                   # ~7 min each), print the table
+#   reference/cqlframe/benches/run.sh --report      # reprint the table of the last run
+#   reference/cqlframe/benches/run.sh --smoke       # every implementation briefly, two rounds (~3 min),
+#                                                   # into build/bench-smoke; fails if any round lacks a
+#                                                   # cell of the table (test.sh runs this)
 #
 # Frame encode and decode (header CRC24, payload checksum, LZ4, envelope extraction) of
 # 64 / 2037 / 16373 / 131071-byte payloads, uncompressed and LZ4, CRC32 and CRC32C, for:
@@ -16,8 +18,11 @@
 # plus the baselines the targets are stated against (raw CRC32C, lz4_flex alone, memcpy with
 # the 4 KiB aliasing placement) and the peak RSS of decoding a 1 GiB stream in 64 KiB reads.
 # Every implementation reads the same input files (gen_data.py -> build/bench/data/).
-# Output: build/bench/results.md (the table) and build/bench/results.json; criterion's own
-# reports under build/bench/criterion.
+# A round measures every implementation once, in turn; the table gives each time as the median
+# of the rounds and each ratio as the median of the ratios within a round, with the lowest and
+# highest: on a VM whose speed drifts from minute to minute, one round can move a ratio by 20%.
+# Output: build/bench/results.md (the table) and build/bench/results.json; each round's files
+# (criterion's reports, java.json, python.json, go.json) under build/bench/round-N.
 #
 # It installs what it needs from a fresh machine: /usr/bin/time (Debian `time`), the Python
 # peer's venv (peers/python/setup.sh), Maven artifacts into .cache/m2, Go modules, crates.
@@ -36,11 +41,15 @@ jmh_args=(-f 1 -wi 4 -w 1s -i 5 -r 1s)
 py_args=()
 go_args=()
 rss_bytes=$((1 << 30))
+rounds=3
 case "$mode" in
     "" | --smoke | --report) ;;
-    *) echo "usage: $0 [--smoke | --report]" >&2; exit 2 ;;
+    --rounds) rounds="${2:-}"; mode="" ;;
+    *) echo "usage: $0 [--rounds N | --smoke | --report]" >&2; exit 2 ;;
 esac
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "--rounds: a positive number, not '$rounds'" >&2; exit 2; }
 if [[ "$mode" == "--smoke" ]]; then
+    rounds=2
     out="$root/build/bench-smoke"
     crit_args=(--warm-up-time 0.05 --measurement-time 0.1 --sample-size 10)
     jmh_args=(-f 1 -wi 0 -i 1 -r 100ms)
@@ -48,10 +57,9 @@ if [[ "$mode" == "--smoke" ]]; then
     go_args=(-runs 1 -benchtime 10ms)
     rss_bytes=$((64 << 20))
 fi
-export CRITERION_HOME="$out/criterion"
 
 if [[ "$mode" == "--report" ]]; then
-    python3 "$here/report.py" "$out" "$CRITERION_HOME"
+    python3 "$here/report.py" "$out"
     exit 0
 fi
 
@@ -76,18 +84,23 @@ step "inputs: ${out#"$root"/}/data (cqlframe encode)"
 cargo build --release -q -p cqlframe-cli --bin cqlframe
 python3 "$here/gen_data.py" "$CARGO_TARGET_DIR/release/cqlframe" "$out/data"
 
-step "ours and cassandra-protocol: criterion (reference/cqlframe/benches/framing.rs)"
-rm -rf "$CRITERION_HOME"
-CQLFRAME_BENCH_DATA="$out/data" cargo bench -p cqlframe --bench framing -- --noplot "${crit_args[@]}" >&2
+rm -rf "$out"/round-* "$out"/criterion "$out"/{java,python,go}.json  # the last four: where runs before rounds put them
+for ((k = 1; k <= rounds; k++)); do
+    r="$out/round-$k"
+    mkdir -p "$r"
+    step "round $k of $rounds: ours and cassandra-protocol: criterion (reference/cqlframe/benches/framing.rs)"
+    CRITERION_HOME="$r/criterion" CQLFRAME_BENCH_DATA="$out/data" \
+        cargo bench -p cqlframe --bench framing -- --noplot "${crit_args[@]}" >&2
 
-step "java: JMH (peers/java/bench)"
-java -jar "$jar" -p dataDir="$out/data" "${jmh_args[@]}" -rf json -rff "$out/java.json" >&2
+    step "round $k of $rounds: java: JMH (peers/java/bench)"
+    java -jar "$jar" -p dataDir="$out/data" "${jmh_args[@]}" -rf json -rff "$r/java.json" >&2
 
-step "python: timeit (peers/python/bench_segment.py)"
-.cache/venv/python-peer/bin/python peers/python/bench_segment.py --data "$out/data" --out "$out/python.json" "${py_args[@]}"
+    step "round $k of $rounds: python: timeit (peers/python/bench_segment.py)"
+    .cache/venv/python-peer/bin/python peers/python/bench_segment.py --data "$out/data" --out "$r/python.json" "${py_args[@]}"
 
-step "go: testing.Benchmark (peers/go)"
-"$out/go-bench" -data "$out/data" -out "$out/go.json" "${go_args[@]}"
+    step "round $k of $rounds: go: testing.Benchmark (peers/go)"
+    "$out/go-bench" -data "$out/data" -out "$r/go.json" "${go_args[@]}"
+done
 
 step "memory: peak RSS decoding a $((rss_bytes >> 20)) MiB stream in 64 KiB reads (reference/cqlframe/benches/stream_rss.rs)"
 exe=$(cargo bench -p cqlframe --bench stream_rss --no-run --message-format=json 2>/dev/null \
@@ -112,4 +125,4 @@ echo $(( $(date +%s) - started )) > "$out/elapsed-seconds.txt"
 step "report"
 check=()
 [[ "$mode" == "--smoke" ]] && check=(--check)
-python3 "$here/report.py" "$out" "$CRITERION_HOME" "${check[@]}"
+python3 "$here/report.py" "$out" "${check[@]}"
