@@ -151,17 +151,14 @@ def medians(tables):
 class Speedups:
     """Peer time over our time, taken within each round (both measured minutes apart at most)."""
 
-    def __init__(self, rounds):
-        self.rounds = rounds  # [(ns, raw)] per round
+    def __init__(self, measured):
+        # One lookup per round: the cells' keys (impl, op, format, checksum, size) and the
+        # baselines' (name, size) never collide.
+        self.rounds = [{**ns, **raw} for ns, _, raw in measured]
 
     def of(self, peer, ours):
-        """peer, ours: ("ns" | "raw", key). The ratio in each round, None where one is missing."""
-        pick = {"ns": 0, "raw": 1}
-        out = []
-        for r in self.rounds:
-            p, o = r[pick[peer[0]]].get(peer[1]), r[pick[ours[0]]].get(ours[1])
-            out.append(p / o if p and o else None)
-        return out
+        """The ratio in each round, None where one of the two keys is missing."""
+        return [r[peer] / r[ours] if r.get(peer) and r.get(ours) else None for r in self.rounds]
 
 
 def spread(xs):
@@ -170,7 +167,7 @@ def spread(xs):
     if not xs:
         return "n/a"
     mid = fmt_ratio(statistics.median(xs))
-    return mid if len(xs) == 1 else "%s, %s-%s" % (mid, fmt_ratio(min(xs))[:-1], fmt_ratio(max(xs))[:-1])
+    return mid if len(xs) == 1 else "%s, %s-%s" % (mid, fmt_ratio(min(xs)).rstrip("x"), fmt_ratio(max(xs)).rstrip("x"))
 
 
 def main(out_dir, check=False):
@@ -189,7 +186,7 @@ def main(out_dir, check=False):
     for m in measured:
         for k, v in m[1].items():
             runs.setdefault(k, []).extend(v)
-    speed = Speedups([(m[0], m[2]) for m in measured])
+    speed = Speedups(measured)
 
     md = []
     md.append("Each cell: ns per frame (GB/s of payload; peer time / our time). n/a: the "
@@ -204,17 +201,17 @@ def main(out_dir, check=False):
         for fmt in ("uncompressed", "lz4"):
             for ck in ("crc32", "crc32c"):
                 for size in sizes:
-                    ours = ("ns", ("ours", op, fmt, ck, size))
+                    ours = ("ours", op, fmt, ck, size)
                     cells = []
                     for impl in IMPLS:
                         key = (impl, op, fmt, ck, size)
                         v = ns.get(key)
                         if v is None:
                             cells.append("n/a")
-                        elif impl == "ours" or ours[1] not in ns:
+                        elif impl == "ours" or ours not in ns:
                             cells.append("%s (%.2f)" % (fmt_ns(v), size / v))
                         else:
-                            cells.append("%s (%.2f; %s)" % (fmt_ns(v), size / v, spread(speed.of(("ns", key), ours))))
+                            cells.append("%s (%.2f; %s)" % (fmt_ns(v), size / v, spread(speed.of(key, ours))))
                     md.append("| %s | %s | %d | %s |" % (fmt, ck, size, " | ".join(cells)))
         md.append("")
 
@@ -227,11 +224,11 @@ def main(out_dir, check=False):
     for fmt in ("uncompressed", "lz4"):
         for size in sizes:
             cells = []
-            java = ("ns", ("java", "encode", fmt, "crc32", size))
+            java = ("java", "encode", fmt, "crc32", size)
             for ck in ("crc32", "crc32c"):
                 parts = ("ours-parts-%s-%s" % (fmt, ck), size)
                 v = raw.get(parts)
-                cells.append("n/a" if v is None else "%s (%s)" % (fmt_ns(v), spread(speed.of(java, ("raw", parts)))))
+                cells.append("n/a" if v is None else "%s (%s)" % (fmt_ns(v), spread(speed.of(java, parts))))
             md.append("| %s | %d | %s |" % (fmt, size, " | ".join(cells)))
     md.append("")
 
@@ -258,8 +255,12 @@ def main(out_dir, check=False):
     def against(name, need, cells):
         """A target met when every cell's median ratio reaches `need`. cells: (label, peer, ours)
         as Speedups.of takes them; the detail names the lowest and lists them all."""
-        got = [(statistics.median(present), label, xs) for label, peer, ours in cells
-               for xs in [speed.of(peer, ours)] for present in [[x for x in xs if x is not None]] if present]
+        got = []  # (median ratio, label, ratio per round)
+        for label, peer, ours in cells:
+            xs = speed.of(peer, ours)
+            present = [x for x in xs if x is not None]
+            if present:
+                got.append((statistics.median(present), label, xs))
         if not got:
             return
         lo = min(got)
@@ -281,12 +282,12 @@ def main(out_dir, check=False):
     def cells(impl, op, checksum, fmts=("uncompressed", "lz4"), smallest=0, ours_of=None):
         """(label, peer, ours) for `op` of every size and format: the peer with CRC32 (no driver
         has CRC32C), ours with `checksum`, as `write_frame` or, with ours_of, another form."""
-        return [("%s %d B" % (f, s), ("ns", (impl, op, f, "crc32", s)),
-                 ours_of(f, s) if ours_of else ("ns", ("ours", op, f, checksum, s)))
+        return [("%s %d B" % (f, s), (impl, op, f, "crc32", s),
+                 ours_of(f, s) if ours_of else ("ours", op, f, checksum, s))
                 for f in fmts for s in sizes if s >= smallest]
 
     def parts(checksum):
-        return lambda f, s: ("raw", ("ours-parts-%s-%s" % (f, checksum), s))
+        return lambda f, s: ("ours-parts-%s-%s" % (f, checksum), s)
 
     against("decode >= 3x the java driver's (same checksum, every size, both formats; issue 9)", 3,
             cells("java", "decode", "crc32"))
@@ -384,7 +385,7 @@ def main(out_dir, check=False):
 
 def ratio_to_ours(speed, key):
     """The median over the rounds of this cell's time over ours (same op, format, checksum, size)."""
-    xs = [x for x in speed.of(("ns", key), ("ns", ("ours",) + key[1:])) if x is not None]
+    xs = [x for x in speed.of(key, ("ours",) + key[1:]) if x is not None]
     return statistics.median(xs) if xs else None
 
 
