@@ -161,6 +161,12 @@ class Speedups:
         return [r[peer] / r[ours] if r.get(peer) and r.get(ours) else None for r in self.rounds]
 
 
+def median_present(xs):
+    """The median of the rounds' ratios that were measured, None if none was."""
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
 def spread(xs):
     """The median ratio, with the lowest and highest round's when there are several."""
     xs = [x for x in xs if x is not None]
@@ -258,9 +264,9 @@ def main(out_dir, check=False):
         got = []  # (median ratio, label, ratio per round)
         for label, peer, ours in cells:
             xs = speed.of(peer, ours)
-            present = [x for x in xs if x is not None]
-            if present:
-                got.append((statistics.median(present), label, xs))
+            mid = median_present(xs)
+            if mid is not None:
+                got.append((mid, label, xs))
         if not got:
             return
         lo = min(got)
@@ -273,11 +279,12 @@ def main(out_dir, check=False):
     d = ns.get(("ours", "decode", "uncompressed", "crc32c", 16373))
     r = raw.get(("crc32c-stream", 16373))
     hot = raw.get(("crc32c", 16373))
-    if d and r:
-        target("decode of a 16373-byte CRC32C frame >= 90% of raw CRC32C throughput", r / d >= 0.9,
+    share = median_present(speed.of(("crc32c-stream", 16373), ("ours", "decode", "uncompressed", "crc32c", 16373)))
+    if share is not None:
+        target("decode of a 16373-byte CRC32C frame >= 90% of raw CRC32C throughput", share >= 0.9,
                "%.2f GB/s vs %.2f GB/s for the CRC32C of the same payloads in place: %.0f%% "
                "(one payload in a hot loop: %s GB/s)" % (
-                   16373 / d, 16373 / r, 100 * r / d, "%.2f" % (16373 / hot) if hot else "n/a"))
+                   16373 / d, 16373 / r, 100 * share, "%.2f" % (16373 / hot) if hot else "n/a"))
 
     def cells(impl, op, checksum, fmts=("uncompressed", "lz4"), smallest=0, ours_of=None):
         """(label, peer, ours) for `op` of every size and format: the peer with CRC32 (no driver
@@ -313,10 +320,11 @@ def main(out_dir, check=False):
     for size in sizes:
         d = ns.get(("ours", "decode", "lz4", "crc32c", size))
         l4 = raw.get(("lz4flex-stream", size))
-        if d and l4:
-            target("LZ4 decode within 10%% of lz4_flex alone, %d B" % size, d <= 1.10 * l4,
+        slower = median_present(speed.of(("ours", "decode", "lz4", "crc32c", size), ("lz4flex-stream", size)))
+        if slower is not None:
+            target("LZ4 decode within 10%% of lz4_flex alone, %d B" % size, slower <= 1.10,
                    "%s vs %s for lz4_flex on the same blocks in place (%+.0f%%; ours adds the CRC32C of the block)" % (
-                       fmt_ns(d), fmt_ns(l4), 100 * (d / l4 - 1)))
+                       fmt_ns(d), fmt_ns(l4), 100 * (slower - 1)))
 
     md.append("### targets\n")
     for t in targets:
@@ -385,8 +393,7 @@ def main(out_dir, check=False):
 
 def ratio_to_ours(speed, key):
     """The median over the rounds of this cell's time over ours (same op, format, checksum, size)."""
-    xs = [x for x in speed.of(key, ("ours",) + key[1:]) if x is not None]
-    return statistics.median(xs) if xs else None
+    return median_present(speed.of(key, ("ours",) + key[1:]))
 
 
 def fmt_bytes(n):
