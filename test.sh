@@ -78,9 +78,10 @@ CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" cassandra/run.sh
 step "live Apache Cassandra 5.0 with the kit's CRC32C extension (cassandra/crc32c-extension/, a Java agent): cqlframe probe (every negotiation and CRC32C case passes; known deviations in cassandra/deviations.toml), the same workload captured and checked; interoperability: the released Python and Java drivers get CRC32 (new server, old client), opted in they get CRC32C both ways, uncompressed and LZ4, read from the capture by cqlframe check and the Lua dissector"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" cassandra/run.sh --extension crc32c
 
-step "benchmarks: reference/cqlframe/benches/run.sh --smoke (every implementation of the side-by-side table still produces every cell in both rounds; the timings of so short a run mean nothing), then report.py on three rounds of known timings (test_report.py)"
+step "benchmarks: reference/cqlframe/benches/run.sh --smoke (every implementation of the side-by-side table still produces every cell in both rounds; the timings of so short a run mean nothing), then report.py and against.py on three rounds of known timings (test_report.py, test_against.py)"
 reference/cqlframe/benches/run.sh --smoke >/dev/null
 python3 reference/cqlframe/benches/test_report.py build/bench-smoke
+python3 reference/cqlframe/benches/test_against.py build/bench-smoke
 
 step "benchmarks: reference/checksum/bench.sh --smoke (the checksums against crc32c, crc-fast and crc32fast, two brief rounds: every cell still runs; the timings mean nothing)"
 reference/checksum/bench.sh --smoke >/dev/null
