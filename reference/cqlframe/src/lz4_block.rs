@@ -20,8 +20,11 @@ const SHORT_MATCH: usize = 18;
 /// Input after a token that holds its literals' length: 16 bytes hold up to 14 literals (copied
 /// as 16) and the 2-byte offset after them.
 const FAST_INPUT: usize = CHUNK;
-/// Output such a sequence may touch: 14 literals and a match of the length its token holds.
-const FAST_OUTPUT: usize = 14 + SHORT_MATCH;
+/// Matches up to this long that lie before the output window are copied as one move of this
+/// many bytes (those up to [`SHORT_MATCH`] long, of that many).
+const LONG_MATCH: usize = 32;
+/// Output such a sequence may touch: 14 literals and a match copied as [`LONG_MATCH`] bytes.
+const FAST_OUTPUT: usize = 14 + LONG_MATCH;
 
 /// Decompresses one raw LZ4 block into exactly `declared` bytes, never writing past them
 /// (LZ4-4), and checks where its last match lies (LZ4-6).
@@ -69,37 +72,52 @@ fn decode(block: &[u8], out: &mut [u8]) -> Result<Option<(usize, usize)>, ErrorK
         ip += 1;
 
         // The common sequence, far from both ends: at most 14 literals (their length in the
-        // token), copied as 16 bytes from a window of fixed size that holds the offset too (no
-        // bounds checks), then the match, a short one (no length bytes) without a room check.
-        // The general path below makes the same checks; this copy of them, specialised, cut
-        // the instructions per sequence by a fifth or more (valgrind, row-like 131071-byte blocks).
+        // token), copied as 16 bytes from a fixed-size window of the input that holds the offset
+        // too, into a fixed-size window of the output with room for them and a match of up to 32
+        // bytes; then the match, where it lies wholly in the output before the window, as one
+        // move of 18 or 32 bytes. Fixed sizes leave the compiler few bounds to check, in safe
+        // code. The general path below makes the same checks in the same order; this
+        // specialised copy of them decodes a row-like 16373-byte block in 15% fewer instructions
+        // than a fast path for short matches alone, and that one in a fifth fewer than the
+        // general path (valgrind).
         let short_literals = usize::from(token >> 4);
-        if short_literals < 15 && block.len() - ip >= FAST_INPUT && out.len() - op >= FAST_OUTPUT {
-            let input: &[u8; FAST_INPUT] = block[ip..ip + FAST_INPUT].try_into().unwrap();
-            let output: &mut [u8; CHUNK] = (&mut out[op..op + CHUNK]).try_into().unwrap();
-            output.copy_from_slice(&input[..CHUNK]);
+        let (done, rest) = out.split_at_mut(op);
+        let input = block[ip..].first_chunk::<FAST_INPUT>();
+        if let (true, Some(input), Some(window)) = (
+            short_literals < 15,
+            input,
+            rest.first_chunk_mut::<FAST_OUTPUT>(),
+        ) {
+            window[..CHUNK].copy_from_slice(&input[..CHUNK]);
             let offset = usize::from(u16::from_le_bytes([
                 input[short_literals],
                 input[short_literals + 1],
             ]));
             ip += short_literals + 2;
-            op += short_literals;
-            if offset == 0 || offset > op {
+            let at = op + short_literals;
+            if offset == 0 || offset > at {
                 return malformed(Lz4Fault::OffsetOutsideOutput);
             }
-            let matched = usize::from(token & 0x0F);
-            let matched = if matched < 15 {
-                matched + 4
+            let matched = match token & 0x0F {
+                15 => length(block, &mut ip, 15, Lz4Fault::MatchLengthPastEnd)? + 4,
+                nibble => usize::from(nibble) + 4,
+            };
+            // A match that lies wholly in the output before the window: one fixed-size move.
+            let from = at - offset;
+            if offset >= short_literals + SHORT_MATCH && matched <= SHORT_MATCH {
+                window[short_literals..short_literals + SHORT_MATCH]
+                    .copy_from_slice(&done[from..from + SHORT_MATCH]);
+            } else if offset >= short_literals + LONG_MATCH && matched <= LONG_MATCH {
+                window[short_literals..short_literals + LONG_MATCH]
+                    .copy_from_slice(&done[from..from + LONG_MATCH]);
             } else {
-                let matched = length(block, &mut ip, 15, Lz4Fault::MatchLengthPastEnd)? + 4;
-                if matched > out.len() - op {
+                if matched > out.len() - at {
                     return too_long();
                 }
-                matched
-            };
-            last_match = Some((op, op + matched));
-            copy_match(out, op, offset, matched);
-            op += matched;
+                copy_match(out, at, offset, matched);
+            }
+            last_match = Some((at, at + matched));
+            op = at + matched;
             continue;
         }
 
@@ -274,6 +292,33 @@ mod tests {
             let block = lz4_flex::block::compress(&data);
             assert_eq!(decoded(&block, len as u32).unwrap(), data, "{len}");
         }
+    }
+
+    #[test]
+    fn matches_of_every_length_far_back_and_near() {
+        // Stretches of 4..=40 bytes copied from 1 to 4000 bytes back between runs of noise:
+        // matches that the fast path moves as 18 or 32 bytes and ones it leaves to copy_match.
+        let mut x = 0x9E37_79B9u32;
+        let mut noise = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        };
+        let mut data: Vec<u8> = (0..4096).map(|_| noise()).collect();
+        for len in 4..=40 {
+            for back in [len, 20, 40, 47, 100, 4000] {
+                let from = data.len() - back;
+                for i in 0..len {
+                    data.push(data[from + i]);
+                }
+                data.extend((0..9).map(|_| noise()));
+            }
+        }
+        let block = lz4_flex::block::compress(&data);
+        let copied = 6 * (4..=40).sum::<usize>();
+        assert!(block.len() < data.len() - copied / 2, "most copies became matches");
+        assert_eq!(decoded(&block, data.len() as u32).unwrap(), data);
     }
 
     #[test]
