@@ -61,10 +61,10 @@ def main(out_dir):
                      "base_ns": statistics.median(r["base"][key] for r in rounds),
                      "head_ns": statistics.median(r["head"][key] for r in rounds),
                      "ratios": ratios, "ratio": statistics.median(ratios), "verdict": verdict(ratios)})
-    paths = open(os.path.join(dirs[0], "head", "paths.txt")).read().split("\n")
+    paths = sorted(set(open(os.path.join(dirs[0], "head", "paths.txt")).read().splitlines()))
     md = ["Base %s (%s) against the work tree %s; %d round%s. Checksum paths of the work tree: %s%s." % (
         about["base"][:12], about["subject"], about["head"][:12] + about["head"][40:], len(dirs),
-        "" if len(dirs) == 1 else "s", "; ".join(p for p in paths if p),
+        "" if len(dirs) == 1 else "s", "; ".join(paths),
         " (forced: the paths an AVX2-only CPU chooses); the base: its own choice" if about["avx2"] == "1"
         else "; the base: its own choice"),
         "",

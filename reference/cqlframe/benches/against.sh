@@ -7,15 +7,15 @@
 # Builds the framing benchmark (framing.rs) of commit BASE, exported with `git archive` into
 # target/against/, beside the work tree's, and runs our cells of both on the same inputs
 # (gen_data.py): decode and encode of every format, checksum and size, and the raw CRC32 and
-# CRC32C of the payloads. A round runs the two builds in turn, the order alternating from round
-# to round (default 3 rounds, about 3 minutes each). Each ratio is base time / work-tree time
-# within a round (above 1: the work tree is faster); the report gives the median with the
-# lowest and highest round's.
+# CRC32C of the payloads. A round runs the two builds on each group of cells in turn, the order
+# alternating from group to group (default 3 rounds, about 3 minutes each). Each ratio is base
+# time / work-tree time within a round (above 1: the work tree is faster); the report gives the
+# median with the lowest and highest round's.
 #
 # --avx2 forces, in the work tree, the checksum paths an AVX2-only CPU chooses (CRC32
-# `vpclmul`, CRC32C `vpclmul-fused`) through CQLFRAME_CRC_PATH, one checksum's cells at a time;
-# the base runs its own choice. On an AVX-512 machine this measures the code an AVX2-only CPU
-# runs, on this CPU: a proxy for that CPU's speed, not that speed.
+# `vpclmul`, CRC32C `vpclmul-fused`) through CQLFRAME_CRC_PATH; the base runs its own choice.
+# On an AVX-512 machine this measures the code an AVX2-only CPU runs, on this CPU: a proxy for
+# that CPU's speed, not that speed.
 #
 # Output: build/against/results.md and results.json (against.py); each round's criterion
 # reports under build/against/round-K/{base,head}. CARGO_TARGET_DIR as for run.sh.
@@ -66,32 +66,41 @@ python3 "$here/gen_data.py" "$CARGO_TARGET_DIR/release/cqlframe" "$out/data"
 } > "$out/against.txt"
 uptime > "$out/uptime-start.txt"
 
-# Criterion filters (regular expressions on "group/function/size"): our whole-frame cells and
-# the raw checksums, of one checksum.
-cells() { echo "^(decode|encode)/ours-(uncompressed|lz4)-$1/|^raw/$1/"; }
-# One build's cells into $1, from its tree ($2) and target dir ($3); each criterion run's
-# checksum paths (as the benchmark prints them, where it does) appended to $1/paths.txt.
-measure() {
-    local dest="$1" tree="$2" target="$3" runs=("crc32c?:")
-    [[ "$tree" == "$root" && $avx2 == 1 ]] && runs=(crc32:vpclmul crc32c:vpclmul-fused)
-    mkdir -p "$dest"
-    for run in "${runs[@]}"; do
-        (cd "$tree" && CARGO_TARGET_DIR="$target" CRITERION_HOME="$dest/criterion" \
-            CQLFRAME_BENCH_DATA="$out/data" CQLFRAME_CRC_PATH="${run#*:}" \
-            cargo bench -q -p cqlframe --bench framing -- --noplot "$(cells "${run%%:*}")" >&2)
-        echo "${run%%:*} cells: $(cat "$dest/criterion/checksum-paths.txt" 2>/dev/null || echo '?')" >> "$dest/paths.txt"
-    done
+# A slot is one criterion group's cells of one checksum; each round runs every slot of both
+# builds back to back, in an order that alternates from slot to slot, so that the two
+# measurements of a cell lie seconds apart, not minutes (the VM's speed drifts in between).
+declare -A avx2_path=([crc32]=vpclmul [crc32c]=vpclmul-fused)
+# The criterion filter (a regular expression on "group/function/size") of a slot.
+filter() {
+    if [[ "$1" == raw ]]; then echo "^raw/$2/"; else echo "^$1/ours-(uncompressed|lz4)-$2/"; fi
 }
+# One build's (base or head) cells of one slot (GROUP CHECKSUM) into the round's directory; the
+# checksum paths in use, as the benchmark prints them where it does, appended to paths.txt.
+measure() {
+    local dest="$1/$2" tree="$src" target="$base_target" path=""
+    if [[ "$2" == head ]]; then
+        tree="$root" target="$CARGO_TARGET_DIR"
+        ((avx2)) && path="${avx2_path[$4]}"
+    fi
+    mkdir -p "$dest"
+    (cd "$tree" && CARGO_TARGET_DIR="$target" CRITERION_HOME="$dest/criterion" \
+        CQLFRAME_BENCH_DATA="$out/data" CQLFRAME_CRC_PATH="$path" \
+        cargo bench -q -p cqlframe --bench framing -- --noplot "$(filter "$3" "$4")" >&2)
+    if [[ -f "$dest/criterion/checksum-paths.txt" ]]; then
+        echo "$4 cells: $(cat "$dest/criterion/checksum-paths.txt")" >> "$dest/paths.txt"
+    fi
+}
+slot=0
 for ((k = 1; k <= rounds; k++)); do
-    sides=(base head)
-    ((k % 2 == 0)) && sides=(head base)
-    for side in "${sides[@]}"; do
-        step "round $k of $rounds: $side"
-        if [[ "$side" == base ]]; then
-            measure "$out/round-$k/base" "$src" "$base_target"
-        else
-            measure "$out/round-$k/head" "$root" "$CARGO_TARGET_DIR"
-        fi
+    step "round $k of $rounds"
+    for group in decode encode raw; do
+        for checksum in crc32 crc32c; do
+            sides=(base head)
+            ((slot++ % 2)) && sides=(head base)
+            for side in "${sides[@]}"; do
+                measure "$out/round-$k" "$side" "$group" "$checksum"
+            done
+        done
     done
 done
 uptime > "$out/uptime-end.txt"
