@@ -7,8 +7,8 @@ Reads each round's criterion estimates of both builds (BUILD_AGAINST_DIR/round-K
 through report.py's measure()), and gives per cell the median of the rounds' times and the
 median of the per-round ratios base / work tree with the lowest and highest round's. A cell is
 "slower" when the work tree was slower in every round and by more than TOLERANCE in the median,
-"faster" the other way round, "level" otherwise: on these VMs one round can move a time by 20%,
-so neither one round nor a small median decides. Prints the Markdown and writes
+"faster" the other way round, "level" otherwise: on these VMs one round can move a time by 20%, and
+the same code built twice differs by up to 10%, so neither one round nor a small median decides. Prints the Markdown and writes
 BUILD_AGAINST_DIR/results.md and results.json; exits 1 if a round lacks a cell of either build.
 """
 import json
@@ -18,7 +18,10 @@ import sys
 
 from report import fmt_ns, fmt_ratio, load, machine, measure, round_dirs, spread
 
-TOLERANCE = 0.05
+# The same code built twice (against.sh HEAD --rounds 5, Intel Xeon family 6 model 207) gave
+# cells slower or faster in every round by up to 8% and 10% in the median (code layout, the
+# VM): at 5%, four of 40 cells would have been called slower or faster; at 10%, none.
+TOLERANCE = 0.10
 RAW = ("crc32", "crc32c")
 
 
