@@ -17,18 +17,11 @@ import subprocess
 import sys
 import tempfile
 
+from known_timings import Checks, set_criterion_ns
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SLOWER = ("decode", "uncompressed-crc32c", 2037, [85.0, 88.0, 80.0], [100.0] * 3)
 UNEVEN = ("encode", "lz4-crc32", 16373, [120.0, 98.0, 130.0], [100.0] * 3)
-
-
-def set_ns(criterion, op, label, size, ns):
-    est = os.path.join(criterion, op, "ours-" + label, str(size), "new", "estimates.json")
-    with open(est) as f:
-        doc = json.load(f)
-    doc["median"]["point_estimate"] = ns
-    with open(est, "w") as f:
-        json.dump(doc, f)
 
 
 def build(smoke, out):
@@ -47,18 +40,14 @@ def build(smoke, out):
             with open(os.path.join(dst, "paths.txt"), "w") as f:
                 f.write("crc32 cells: crc32=vpclmul\n")
         for op, label, size, base, head in (SLOWER, UNEVEN):
-            set_ns(os.path.join(out, "round-%d" % (k + 1), "base", "criterion"), op, label, size, base[k])
-            set_ns(os.path.join(out, "round-%d" % (k + 1), "head", "criterion"), op, label, size, head[k])
+            for side, ns in (("base", base[k]), ("head", head[k])):
+                criterion = os.path.join(out, "round-%d" % (k + 1), side, "criterion")
+                set_criterion_ns(criterion, op, "ours-" + label, size, ns)
 
 
 def main(smoke):
-    failures = []
-
-    def expect(what, ok):
-        print("%s: %s" % ("ok" if ok else "FAIL", what))
-        if not ok:
-            failures.append(what)
-
+    checks = Checks("test_against")
+    expect = checks.expect
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "against")
         build(smoke, out)
@@ -81,11 +70,10 @@ def main(smoke):
         run = subprocess.run([sys.executable, os.path.join(HERE, "against.py"), out], capture_output=True, text=True)
         expect("a missing cell fails the report, named",
                run.returncode == 1 and "round 2 head: raw - crc32 2037" in run.stderr)
-    print("test_against: %s" % ("all passed" if not failures else "%d failed" % len(failures)))
-    return 1 if failures else 0
+    checks.finish()
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: test_against.py BUILD_BENCH_SMOKE_DIR")
-    sys.exit(main(sys.argv[1]))
+    main(sys.argv[1])
