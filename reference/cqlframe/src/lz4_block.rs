@@ -317,7 +317,10 @@ mod tests {
         }
         let block = lz4_flex::block::compress(&data);
         let copied = 6 * (4..=40).sum::<usize>();
-        assert!(block.len() < data.len() - copied / 2, "most copies became matches");
+        assert!(
+            block.len() < data.len() - copied / 2,
+            "most copies became matches"
+        );
         assert_eq!(decoded(&block, data.len() as u32).unwrap(), data);
     }
 
