@@ -16,7 +16,7 @@ import os
 import statistics
 import sys
 
-from report import fmt_ns, fmt_ratio, load, machine, measure, round_dirs, spread
+from report import fmt_ns, fmt_ratio, inputs, machine, measure, round_dirs, spread
 
 # The same code built twice (against.sh HEAD --rounds 5, Intel Xeon family 6 model 207) gave
 # cells slower or faster in every round by up to 8% and 10% in the median (code layout, the
@@ -42,16 +42,13 @@ def verdict(ratios):
 
 
 def main(out_dir):
-    manifest = load(os.path.join(out_dir, "data", "manifest.json"))
-    if not manifest:
-        sys.exit("no inputs in %s/data: run reference/cqlframe/benches/against.sh" % out_dir)
-    cases = {(c["format"], c["checksum"], c["size"]): c for c in manifest["cases"]}
+    cases, sizes = inputs(out_dir, "against.sh")
     about = dict(line.split("=", 1) for line in open(os.path.join(out_dir, "against.txt")).read().splitlines())
     dirs = round_dirs(out_dir)
     rounds = [{side: cells(*measure(os.path.join(d, side), cases)[::2]) for side in ("base", "head")} for d in dirs]
     wanted = [(op, fmt, ck, size) for op in ("decode", "encode") for fmt in ("uncompressed", "lz4")
-              for ck in ("crc32", "crc32c") for size in manifest["sizes"] if (fmt, ck, size) in cases]
-    wanted += [("raw", "-", name, size) for name in RAW for size in manifest["sizes"]]
+              for ck in ("crc32", "crc32c") for size in sizes if (fmt, ck, size) in cases]
+    wanted += [("raw", "-", name, size) for name in RAW for size in sizes]
     missing = ["round %d %s: %s" % (i + 1, side, " ".join(map(str, key)))
                for i, r in enumerate(rounds) for side in ("base", "head") for key in wanted if key not in r[side]]
     if missing:

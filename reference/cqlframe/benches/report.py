@@ -176,12 +176,17 @@ def spread(xs):
     return mid if len(xs) == 1 else "%s, %s-%s" % (mid, fmt_ratio(min(xs)).rstrip("x"), fmt_ratio(max(xs)).rstrip("x"))
 
 
-def main(out_dir, check=False):
+def inputs(out_dir, script):
+    """The inputs' cases by (format, checksum, size), and the payload sizes, from the manifest
+    gen_data.py wrote under out_dir/data; exits naming `script` when there is none."""
     manifest = load(os.path.join(out_dir, "data", "manifest.json"))
     if not manifest:
-        sys.exit("no inputs in %s/data: run reference/cqlframe/benches/run.sh" % out_dir)
-    cases = {(c["format"], c["checksum"], c["size"]): c for c in manifest["cases"]}
-    sizes = manifest["sizes"]
+        sys.exit("no inputs in %s/data: run reference/cqlframe/benches/%s" % (out_dir, script))
+    return {(c["format"], c["checksum"], c["size"]): c for c in manifest["cases"]}, manifest["sizes"]
+
+
+def main(out_dir, check=False):
+    cases, sizes = inputs(out_dir, "run.sh")
     dirs = round_dirs(out_dir)
     if not dirs:
         sys.exit("no rounds in %s: run reference/cqlframe/benches/run.sh" % out_dir)
