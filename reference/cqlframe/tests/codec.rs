@@ -64,6 +64,25 @@ fn chunked(wire: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
     out
 }
 
+/// How many frames lie before `at` when a frame starts there and no sequence is open (all
+/// envelopes before it whole); None for any other cut.
+fn frames_before_clean_cut(whole: &Transcript, at: usize) -> Option<usize> {
+    let mut sequence_left = 0usize;
+    for (i, f) in whole.frames.iter().enumerate() {
+        if f.offset == at as u64 {
+            return (sequence_left == 0).then_some(i);
+        }
+        if !f.self_contained {
+            if sequence_left == 0 {
+                let body = u32::from_be_bytes(f.content[5..9].try_into().unwrap()) as usize;
+                sequence_left = 9 + body;
+            }
+            sequence_left -= f.content.len();
+        }
+    }
+    None
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
@@ -110,13 +129,31 @@ proptest! {
         }
     }
 
-    // A truncated stream is always an error (RECV-9), never a silent partial result.
+    // A truncated stream is always an error (RECV-9), never a silent partial result. A cut
+    // between whole envelopes, where a frame starts and no sequence is open, leaves a shorter
+    // valid stream: that prefix decodes to the frames before the cut, without error.
     #[test]
-    fn truncation_is_reported(s in settings(), b in bodies(), cut in any::<usize>()) {
+    fn truncation_is_reported(
+        s in settings(),
+        b in bodies(),
+        cut in any::<usize>(),
+        at_frame_start in any::<bool>(),
+    ) {
         let (_, wire) = encode(s, SplitPolicy::DRIVERS, &b);
-        let at = cut % wire.len();
+        let whole = Transcript::decode(s, MAX_BODY, [wire.as_slice()]);
+        let at = if at_frame_start {
+            whole.frames[cut % whole.frames.len()].offset as usize
+        } else {
+            cut % wire.len()
+        };
         let t = Transcript::decode(s, MAX_BODY, [&wire[..at]]);
-        prop_assert!(at == 0 || t.error.is_some(), "cut at {} of {} accepted", at, wire.len());
+        match frames_before_clean_cut(&whole, at) {
+            Some(frames) => {
+                prop_assert_eq!(&t.error, &None, "cut between envelopes at {}", at);
+                prop_assert_eq!(&t.frames[..], &whole.frames[..frames]);
+            }
+            None => prop_assert!(t.error.is_some(), "cut at {} of {} accepted", at, wire.len()),
+        }
     }
 
     // The vectored form's parts, in wire order, are the frame write_frame appends.
