@@ -5,7 +5,7 @@ use cqlframe::checksum::PayloadChecksum;
 use cqlframe::encoder::{FrameEncoder, SplitPolicy};
 use cqlframe::envelope::{envelope_bytes, Opcode};
 use cqlframe::{ErrorKind, Format, FrameSettings};
-use cqlframe_harness::transcript::Transcript;
+use cqlframe_harness::transcript::{FrameRecord, Transcript};
 use proptest::prelude::*;
 
 const MAX_BODY: u32 = 1 << 20;
@@ -64,21 +64,29 @@ fn chunked(wire: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
     out
 }
 
+/// The bytes of a split envelope still to come after frame `f`, given those before it (0: no
+/// sequence open). A sequence's first frame carries the whole envelope header (SEND-8), whose
+/// body length sizes the sequence.
+fn sequence_left_after(left: usize, f: &FrameRecord) -> usize {
+    if f.self_contained {
+        return left;
+    }
+    let left = match left {
+        0 => 9 + u32::from_be_bytes(f.content[5..9].try_into().unwrap()) as usize,
+        open => open,
+    };
+    left - f.content.len()
+}
+
 /// How many frames lie before `at` when a frame starts there and no sequence is open (all
 /// envelopes before it whole); None for any other cut.
 fn frames_before_clean_cut(whole: &Transcript, at: usize) -> Option<usize> {
-    let mut sequence_left = 0usize;
+    let mut sequence_left = 0;
     for (i, f) in whole.frames.iter().enumerate() {
         if f.offset == at as u64 {
             return (sequence_left == 0).then_some(i);
         }
-        if !f.self_contained {
-            if sequence_left == 0 {
-                let body = u32::from_be_bytes(f.content[5..9].try_into().unwrap()) as usize;
-                sequence_left = 9 + body;
-            }
-            sequence_left -= f.content.len();
-        }
+        sequence_left = sequence_left_after(sequence_left, f);
     }
     None
 }
@@ -99,17 +107,13 @@ proptest! {
             v
         }).collect();
         prop_assert_eq!(decoded, envelopes);
-        let mut sequence_left = 0usize;
+        let mut sequence_left = 0;
         for f in &t.frames {
-            if !f.self_contained {
-                if sequence_left == 0 {
-                    // SEND-8: the first frame of a sequence carries the whole envelope header.
-                    prop_assert!(f.content.len() >= 9);
-                    let body = u32::from_be_bytes(f.content[5..9].try_into().unwrap()) as usize;
-                    sequence_left = 9 + body;
-                }
-                sequence_left -= f.content.len();
+            if !f.self_contained && sequence_left == 0 {
+                // SEND-8: the first frame of a sequence carries the whole envelope header.
+                prop_assert!(f.content.len() >= 9);
             }
+            sequence_left = sequence_left_after(sequence_left, f);
             prop_assert!(f.content.len() <= p.capacity());
             prop_assert_eq!(f.checksum_bit, s.checksum == PayloadChecksum::Crc32c);
         }
