@@ -192,15 +192,26 @@ pub(crate) unsafe fn crc32c_fused512(payload: &[u8]) -> u32 {
 /// [`crate::crc32c`] with 512-bit VPCLMULQDQ folding fused with `crc32` chains, two quadwords
 /// per chain per 256 folded bytes.
 ///
-/// Aligned wherever fused blocks run (from about 8 KiB), not only from [`ALIGN_FROM`]: this
-/// shape's blocks keep their folded parts on 64-byte boundaries (a multiple of four
-/// iterations), and payloads of that size read from L2, as frames spread over a receive buffer
-/// are, lost a third of their speed to loads straddling two lines. Measured on Intel Xeon family
-/// 6 model 207, decoding the framing benchmark's 256 KiB streams: 202 ns a 16373-byte frame
-/// against 295 unaligned (81 against 55 GB/s), 1.45 us a 131071-byte one against 1.52; one
-/// 16373-byte payload in L1, 171 ns against 177. (Software prefetching, tried instead, gained
-/// 13% at 16373 bytes from L2 and cost 5% in L1; with the loads aligned it gained nothing.)
+/// Aligned from [`FUSED2_ALIGN_FROM`], not only from [`ALIGN_FROM`]: this shape's blocks keep
+/// their folded parts on 64-byte boundaries (a multiple of four iterations), and payloads of
+/// that size read from L2, as frames spread over a receive buffer are, lost a third of their
+/// speed to loads straddling two lines. Measured on Intel Xeon family 6 model 207, decoding the
+/// framing benchmark's 256 KiB streams: 202 ns a 16373-byte frame against 295 unaligned (81
+/// against 55 GB/s), 1.45 us a 131071-byte one against 1.52; one 16373-byte payload in L1, 171
+/// ns against 177. (Software prefetching, tried instead, gained 13% at 16373 bytes from L2 and
+/// cost 5% in L1; with the loads aligned it gained nothing.)
 #[target_feature(enable = "avx512f,avx512bw,avx2,vpclmulqdq,pclmulqdq,sse4.2,sse4.1,ssse3")]
 pub(crate) unsafe fn crc32c_fused512_2(payload: &[u8]) -> u32 {
-    fused512::<crc32c::Zmm2>(payload, crc32c::fused_from::<crc32c::Zmm2>())
+    const { assert!(FUSED2_ALIGN_FROM <= crc32c::fused_from::<crc32c::Zmm2>()) };
+    fused512::<crc32c::Zmm2>(payload, FUSED2_ALIGN_FROM)
 }
+
+/// From this length on, [`crc32c_fused512_2`] folds from a 64-byte boundary, below its fused
+/// blocks too. Straddling loads cost even from L1 on Intel Xeon family 6 model 167: one payload
+/// folded with 512-bit registers in 18.5-19.5 ns at 2037 bytes on a boundary against 20.5-23.4
+/// off one, 33 ns against 38 at 4096. Taking the bytes before the boundary through one `crc32`
+/// chain first (as `crc-fast` does) made payloads off a boundary 8-11% faster at 2037 bytes,
+/// 3-5% at 1536-1792 and level to 10% at 4096 (between two builds), and those on one level to 6%
+/// slower (the chain's latency); at 1024-1280 bytes it was level or slower (interleaved
+/// min-of-30 timings of both builds in one process, 2026-11-27).
+const FUSED2_ALIGN_FROM: usize = 1536;
