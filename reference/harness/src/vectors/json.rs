@@ -182,3 +182,153 @@ fn with_file(mut blob: Value, file: &str) -> Value {
     blob["file"] = json!(format!("cases/{file}"));
     blob
 }
+
+#[cfg(test)]
+mod tests {
+    use super::error_json;
+    use cqlframe::checksum::PayloadChecksum;
+    use cqlframe::connection::Role;
+    use cqlframe::error::{ErrorKind, FramingError, Lz4Fault, Part};
+    use serde_json::Value;
+    use std::collections::BTreeSet;
+    use std::path::Path;
+
+    /// One error of every kind. The match makes a kind added to [`ErrorKind`] a compile error
+    /// here until it has a sample.
+    fn every_kind() -> Vec<ErrorKind> {
+        let kinds = vec![
+            ErrorKind::HeaderCrcMismatch {
+                found: 1,
+                computed: 2,
+            },
+            ErrorKind::ChecksumBitMismatch {
+                bit: true,
+                negotiated: PayloadChecksum::Crc32,
+            },
+            ErrorKind::PayloadChecksumMismatch {
+                algorithm: PayloadChecksum::Crc32c,
+                found: 1,
+                computed: 2,
+            },
+            ErrorKind::Lz4Malformed {
+                reason: Lz4Fault::EndsAfterMatch,
+            },
+            ErrorKind::Lz4LengthMismatch {
+                declared: 9,
+                actual: None,
+            },
+            ErrorKind::Lz4EndOfBlock {
+                last_match_start: 1,
+                last_match_end: 5,
+                declared: 9,
+            },
+            ErrorKind::Truncated {
+                part: Part::Trailer,
+                missing: 2,
+            },
+            ErrorKind::PartialEnvelope {
+                needed: 9,
+                available: 5,
+            },
+            ErrorKind::SequenceOvershoot { excess: 1 },
+            ErrorKind::SequenceInterrupted,
+            ErrorKind::EmptyContinuation,
+            ErrorKind::EnvelopeTooLarge { length: 2, max: 1 },
+            ErrorKind::NegativeEnvelopeLength { length: -1 },
+            ErrorKind::UnexpectedVersion {
+                found: 0x04,
+                expected: 0x05,
+            },
+            ErrorKind::MissingBetaFlag,
+            ErrorKind::NotAnEnvelope {
+                found: 0x42,
+                sender: Role::Client,
+            },
+            ErrorKind::SentBeforeStartupResponse,
+            ErrorKind::UnpairedResponse {
+                stream: 7,
+                opcode: 0x08,
+            },
+            ErrorKind::UnsupportedCompression {
+                value: "snappy".into(),
+            },
+            ErrorKind::RepeatedOption {
+                key: "COMPRESSION".into(),
+            },
+            ErrorKind::UnsupportedChecksum {
+                value: "MD5".into(),
+            },
+            ErrorKind::AfterError,
+        ];
+        for kind in &kinds {
+            match kind {
+                ErrorKind::HeaderCrcMismatch { .. }
+                | ErrorKind::ChecksumBitMismatch { .. }
+                | ErrorKind::PayloadChecksumMismatch { .. }
+                | ErrorKind::Lz4Malformed { .. }
+                | ErrorKind::Lz4LengthMismatch { .. }
+                | ErrorKind::Lz4EndOfBlock { .. }
+                | ErrorKind::Truncated { .. }
+                | ErrorKind::PartialEnvelope { .. }
+                | ErrorKind::SequenceOvershoot { .. }
+                | ErrorKind::SequenceInterrupted
+                | ErrorKind::EmptyContinuation
+                | ErrorKind::EnvelopeTooLarge { .. }
+                | ErrorKind::NegativeEnvelopeLength { .. }
+                | ErrorKind::UnexpectedVersion { .. }
+                | ErrorKind::MissingBetaFlag
+                | ErrorKind::NotAnEnvelope { .. }
+                | ErrorKind::SentBeforeStartupResponse
+                | ErrorKind::UnpairedResponse { .. }
+                | ErrorKind::UnsupportedCompression { .. }
+                | ErrorKind::RepeatedOption { .. }
+                | ErrorKind::UnsupportedChecksum { .. }
+                | ErrorKind::AfterError => {}
+            }
+        }
+        kinds
+    }
+
+    /// The names of an object's keys.
+    fn keys(value: &Value) -> BTreeSet<String> {
+        value
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// `vectors/manifest.schema.json` is written by hand: it names every error kind the
+    /// reference can report, with the detail fields the reference writes for it, so that a
+    /// manifest holding any of them validates.
+    #[test]
+    fn the_manifest_schema_knows_every_error_kind_and_its_detail() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../vectors/manifest.schema.json");
+        let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let error = &schema["$defs"]["error"];
+        let named: BTreeSet<String> = error["properties"]["kind"]["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().unwrap().to_string())
+            .collect();
+        let kinds = every_kind();
+        let reported: BTreeSet<String> = kinds.iter().map(|k| k.name().to_string()).collect();
+        assert_eq!(named, reported, "the schema's error kinds");
+        for kind in kinds {
+            let json = error_json(Some(&FramingError::new(kind, 0)));
+            let name = json["kind"].as_str().unwrap();
+            let layout = error["allOf"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|rule| rule["if"]["properties"]["kind"]["const"] == name)
+                .unwrap_or_else(|| panic!("no detail layout for {name}"));
+            let detail = &layout["then"]["properties"]["detail"];
+            assert_eq!(
+                keys(&json["detail"]),
+                keys(&detail["properties"]),
+                "detail fields of {name}"
+            );
+        }
+    }
+}
