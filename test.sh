@@ -22,9 +22,10 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-step "reference: format and lints"
+step "reference: format, lints and API docs (broken doc links fail)"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --release -q -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 
 step "reference: unit, property and cross-check tests"
 cargo test --workspace --release

@@ -1,5 +1,5 @@
 # The live node and the loopback capture, for the scripts that need them (sourced by
-# cassandra/run.sh and cassandra/bench/e2e.sh; not run on its own).
+# cassandra/run.sh and cassandra/bench/e2e/run.sh; not run on its own).
 #
 #   node_prepare [crc32c]        fetch the jars (cassandra/fetch.sh); with crc32c build the extension
 #   node_start DIR PORT STORAGE  start one node, data and logs under DIR, wait for its native port

@@ -1,7 +1,7 @@
 // Command bench times gocql v2's protocol v5 segment (frame) codec on the kit's benchmark
 // inputs (reference/cqlframe/benches/gen_data.py) and writes JSON results.
 //
-//	go run . -data build/bench/data -out build/bench/go.json [-quick]
+//	go run . -data build/bench/data -out build/bench/go.json [-runs N] [-benchtime 300ms]
 //
 // gocql keeps its segment functions unexported (they run inside Conn), so they are reached with
 // //go:linkname: readUncompressedSegment / readCompressedSegment (header CRC24, payload CRC32,

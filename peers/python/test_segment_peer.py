@@ -267,6 +267,30 @@ class DriverBehaviour(unittest.TestCase):
         res = decode(frame(envelope(b"", version=0x07)))
         self.assertIn("ProtocolError", res["error"])
 
+    def test_envelope_checks_version_set_and_body_length(self):
+        # Deviation 8: any version of 1-6, 0x41 or 0x42 (after & 0x7F) passes, not only 5
+        # (versions 1 and 2 then read an 8-byte header, so they are left out here).
+        res = decode(frame(envelope(b"", version=0x83) + envelope(b"", version=0xC2)))
+        self.assertTrue(res["ok"], res)
+        self.assertEqual([e["version"] for e in res["envelopes"]], [0x83, 0xC2])
+        res = decode(frame(envelope(b"", version=0x43)))
+        self.assertIn("ProtocolError", res["error"])
+        negative = struct.pack(">BBhBi", 0x85, 0, 1, 8, -1)
+        res = decode(frame(negative))
+        self.assertFalse(res["ok"])
+        self.assertIn("ProtocolError", res["error"])
+
+    def test_empty_frames_accepted_in_both_formats(self):
+        # Deviation 9: a frame of payload length 0, self-contained or not, is no error.
+        wire = frame(b"") + frame(b"", False) + frame(envelope(b"after"))
+        res = decode(wire)
+        self.assertTrue(res["ok"], res)
+        self.assertEqual(bodies(res), [b"after"])
+        wire = lz4_frame(b"", 0) + lz4_frame(b"", 0, False) + lz4_frame(envelope(b"after"), 0)
+        res = decode(wire, "lz4")
+        self.assertTrue(res["ok"], res)
+        self.assertEqual(bodies(res), [b"after"])
+
     def test_lz4_declared_length_is_verified(self):
         good = encode(envelope(BIG_BODY[:2000]), "lz4")
         word = int.from_bytes(good[:5], "little")

@@ -5,7 +5,7 @@
 -- the column names and the row count), AUTHENTICATE's authenticator, REGISTER and EVENT types.
 -- Everything else is left as body bytes. Bodies are read through a bounds-checked cursor; a
 -- body that ends early raises an error that the caller turns into an expert note (a malformed
--- body is not a framing error: ENV-2).
+-- body is not a framing error: the spec leaves the CQL layer to the protocol spec).
 
 local M = {}
 local utf8_text = require("cqlframe.utf8").text

@@ -11,7 +11,7 @@
 //!
 //! Each checksum has several implementations, the [`Path`]s:
 //!
-//! - CRC-24 is table-driven: a 3- or 5-byte header is five (three) independent lookups in
+//! - CRC-24 is table-driven: a 5- or 3-byte header is five (three) independent lookups in
 //!   positional tables, since the CRC is affine in the message (see `crc24.rs`).
 //! - CRC-32 and CRC-32C have a portable slice-by-16 path with tables built by `const fn`.
 //! - On x86-64: carry-less multiplication folding, 128-bit (PCLMULQDQ), 256-bit (VPCLMULQDQ with
@@ -20,8 +20,8 @@
 //!   PCLMULQDQ, and fused paths running 256- or 512-bit folding on part of each block while three
 //!   `crc32` chains run on the rest (the `crc32` unit adds its throughput to the multiplier's);
 //!   the 512-bit fused path in two shapes, the chains' share chosen by the CPU's vendor (its
-//!   multiplier issues every cycle on Intel, every other cycle on AMD Zen 4). From 32 KiB on, the
-//!   512-bit paths fold from a 64-byte boundary: loads that straddle cache lines cost a quarter
+//!   multiplier issues every cycle on Intel, every other cycle on AMD Zen 4). From 32 KiB on (the
+//!   two-quadword fused CRC-32C from 1536 bytes), the 512-bit paths fold from a 64-byte boundary: loads that straddle cache lines cost a quarter
 //!   of the speed once the data is out of L1.
 //! - On AArch64: the `crc32x`/`crc32cx` instructions.
 //!

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// Write a session's byte streams as a pcap capture (one TCP connection to port 9042).
 ///
 /// With --case, the streams and the point where the server answers STARTUP come from
-/// vectors/manifest.json, and the capture equals vectors/pcap/<case>.pcap at the default MSS.
+/// vectors/manifest.json, and the capture equals `vectors/pcap/<case>.pcap` at the default MSS.
 /// With --client/--server, the client's whole stream is sent first, then the server's whole
 /// stream, unless --server-responds-after (and --server-switch) give the handshake split the
 /// way the manifest's session fields do.

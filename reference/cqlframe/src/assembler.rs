@@ -1,5 +1,5 @@
 //! Envelope assembly: whole envelopes from self-contained frames, and one envelope from each
-//! non-self-contained sequence (RECV-4..RECV-10, RECV-12, ENV-3).
+//! non-self-contained sequence (RECV-4..RECV-10, RECV-12, RECV-13, ENV-3).
 //!
 //! Envelopes of a self-contained frame are borrowed from the frame's content; only a sequence is
 //! copied, into a buffer that grows with the bytes received, after its header's length is checked
@@ -45,7 +45,7 @@ impl EnvelopeAssembler {
 
     /// Takes one verified frame; calls `emit` for each envelope it completes, in order (RECV-13).
     /// Generic over `emit` so that the self-contained path, the common one, inlines into the
-    /// frame loop; a sequence goes through [`push_continuation`](Self::push_continuation).
+    /// frame loop; a sequence goes through `push_continuation`.
     #[inline(always)]
     pub fn push<F>(&mut self, frame: &Frame<'_>, mut emit: F) -> Result<(), FramingError>
     where

@@ -117,8 +117,8 @@ pub fn error(code: i32, message: &str) -> Vec<u8> {
     out
 }
 
-/// Encodes a TOPOLOGY_CHANGE EVENT body: the event type, the change, then the node's [inet]
-/// (a length byte, the address, an [int] port).
+/// Encodes a TOPOLOGY_CHANGE EVENT body: the event type, the change, then the node's `[inet]`
+/// (a length byte, the address, an `[int]` port).
 pub fn topology_change(change: &str, node: std::net::SocketAddrV4) -> Vec<u8> {
     let mut out = string("TOPOLOGY_CHANGE");
     write_string(&mut out, change);

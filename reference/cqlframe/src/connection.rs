@@ -1,6 +1,6 @@
 //! The connection lifecycle, for either side, sans-IO: the unframed handshake, the switch to
-//! framing right after the STARTUP response (LIFE-1..LIFE-8), and what STARTUP negotiates
-//! (NEG-1..NEG-8). Bytes received go in through [`Connection::receive`], envelopes to send
+//! framing right after the STARTUP response (LIFE-1..LIFE-13), and what STARTUP negotiates
+//! (NEG-1..NEG-9). Bytes received go in through [`Connection::receive`], envelopes to send
 //! through [`Connection::send`]; no sockets inside.
 
 use crate::assembler::checked_body_len;
@@ -684,7 +684,8 @@ impl Connection {
 /// The envelope-level fault of a framed envelope that `role` receives on a connection of protocol
 /// `version`, if any: the wrong version byte or direction (ENV-2), or a v6-beta envelope without
 /// USE_BETA (ENV-5). Such an envelope is refused on its own; its boundaries are intact. The
-/// envelope COMPRESSION flag is no fault: receivers ignore it (ENV-4).
+/// envelope COMPRESSION flag is no fault: receivers ignore it (ENV-6; senders should not set it,
+/// ENV-4).
 pub fn framed_envelope_fault(role: Role, version: u8, h: &EnvelopeHeader) -> Option<ErrorKind> {
     let expected = version
         | if role == Role::Client {

@@ -9,7 +9,9 @@
 //! - [`decoder`]: the two above as one event stream.
 //! - [`connection`]: the handshake and the switch to framing, for either side.
 //!
-//! Every error is a [`FramingError`] naming the spec rule it breaks and its stream offset.
+//! Every error the decoders and [`connection::Connection`] return is a [`FramingError`] naming the
+//! spec rule it breaks and its stream offset; the encoder's and the envelope splitter's own
+//! errors ([`encoder::EncodeError`], [`envelope::SplitError`]) say what was asked of them.
 //!
 //! This crate is the part a driver author reads: no sockets, no files, no command line. What is
 //! built around it (the rules engine every tool asks, pcap captures, golden vectors, the

@@ -171,7 +171,7 @@ impl<'a> Reader<'a> {
         Ok(columns)
     }
 
-    /// Skips a type [option] (recursively for collections).
+    /// Skips a type `[option]` (recursively for collections).
     pub fn skip_option(&mut self) -> Result<(), String> {
         match self.short()? {
             0x0000 => {

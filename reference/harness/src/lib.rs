@@ -9,6 +9,7 @@
 //! - [`probe`]: the reference as a client testing a server.
 //! - [`check`]: every CQL connection of a capture checked.
 //! - [`cql`]: the few CQL requests and results the server and clients speak.
+//! - [`lz4_by_hand`]: LZ4 blocks written token by token, for the faults no compressor makes.
 //! - [`verdict`]: the typed outcome of a case (level, outcome, check) shared by the reports.
 
 pub mod check;

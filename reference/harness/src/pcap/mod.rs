@@ -1,5 +1,5 @@
 //! Packet captures, both ways: the golden session captures and the conformance suite's per-case
-//! captures are written here ([`write`], [`session`]); `cqlframe check` reads pcap and pcapng
+//! captures are written here ([`mod@write`], [`session`]); `cqlframe check` reads pcap and pcapng
 //! ([`read`]) and reassembles each TCP direction ([`tcp`]).
 
 pub mod generate;

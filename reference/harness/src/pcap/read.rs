@@ -40,7 +40,7 @@ const MAX_PACKET_BLOCK: usize = MAX_PACKET + 32 + (64 << 10);
 
 /// Reads packets one at a time from a pcap or pcapng stream.
 ///
-/// Memory: one buffer of at most [`BUFFER`] bytes, whatever a record claims (no packet block
+/// Memory: one buffer of at most `BUFFER` (4 MiB) bytes, whatever a record claims (no packet block
 /// is larger); pcapng blocks that carry no packet are skipped without being held. A capture that ends inside a record or block, or
 /// whose blocks contradict themselves, is an error naming the byte offset, never a clean end.
 pub struct Reader<R> {

@@ -77,6 +77,29 @@ class DriverBehaviourTest {
   }
 
   @Test
+  void firstFrameOfASequenceMustHoldTheEnvelopeHeader() {
+    // The driver reads the envelope length at offset 5 of the first slice: 8 bytes are too few.
+    byte[] wire =
+        Oracle.concat(
+            Oracle.frame(Oracle.slice(bigEnvelope, 0, 8), false),
+            Oracle.frame(Oracle.slice(bigEnvelope, 8, 313), false));
+    JsonNode r = Peer.decode("uncompressed", wire);
+    assertFalse(r.get("ok").asBoolean());
+    assertEquals("driver", r.get("error_source").asText());
+    assertTrue(r.get("error").asText().startsWith("java.lang.IndexOutOfBoundsException"),
+        r.get("error").asText());
+  }
+
+  @Test
+  void olderEnvelopeVersionsInsideV5FramesAreDecoded() {
+    // Neither 5 nor the direction bit is checked: a v4 READY (0x84) decodes as a v4 READY.
+    byte[] v4Ready = Oracle.envelope(0x84, 0, 2, 0x02, 0, new byte[0]);
+    JsonNode r = Peer.decode("uncompressed", Oracle.frame(v4Ready, true));
+    assertTrue(r.get("ok").asBoolean(), r.toString());
+    assertEquals(0x84, r.get("envelopes").get(0).get("version").asInt());
+  }
+
+  @Test
   void declaredLengthDoesNotBoundTheBodyTheMessageDecoderReads() {
     // READY reads no body, so the 4 declared body bytes are taken as the next envelope's header.
     byte[] ready = Oracle.envelope(0x85, 0, 0, 0x02, 4, new byte[] {1, 2, 3, 4});
