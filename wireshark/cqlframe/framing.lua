@@ -86,15 +86,16 @@ local function unframed_version_ok(dir, s, pos)
     return M.envelope_version_ok(s, pos) or (dir.role ~= "server" and UNSPOKEN_VERSIONS[byte(s, pos)] == true)
 end
 
---- True if the 9 bytes at pos look like an envelope header of protocol v3..v6 (for a capture
---- without the connection's start, where data must be told from envelopes).
+--- True if the bytes at pos begin like an envelope header of protocol v3..v6 (for a capture
+--- without the connection's start, where data must be told from envelopes, and for a frame
+--- header that fails its CRC24). Six bytes decide it, as in the reference's
+--- starts_like_envelope_header.
 function M.plausible_envelope(s, pos)
-    local version, flags, _, _, opcode = byte(s, pos, pos + 4)
+    local version, flags, _, _, opcode, length_high = byte(s, pos, pos + 5)
     local v = version % 128
     if v < 3 or v > 6 or flags >= 0x20 then return false end
     if M.OPCODES[opcode] == nil then return false end
-    local len = s32be(s, pos + 5)
-    return len >= 0 and len < 268435456
+    return length_high < 0x10                         -- a body length of 0 to 256 MiB
 end
 
 --- Frame header at s[pos..] in `format` (FMT-2..FMT-11). Needs 6 or 8 bytes.
@@ -685,11 +686,12 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
         elseif kind == "badheader" then
             local h = rec.header
             local text = string.format("header CRC24 %06x, computed %06x: frame boundaries lost", h.crc24, h.crc24_computed)
-            framing_error(dir, rec, "crc24_bad", "RECV-1", text, "CRC-1")
-            if len >= 9 and M.plausible_envelope(s, pos) then
-                local env = M.envelope_header(s, pos)
+            -- the reference's unframed_envelope: the header's six bytes read as an envelope's
+            local unframed = M.plausible_envelope(s, pos)
+            framing_error(dir, rec, "crc24_bad", "RECV-1", text, unframed and "LIFE-4" or "CRC-1")
+            if unframed then
                 -- a note on this RECV-1 (why the header fails), not a finding after it
-                finding(dir, rec.findings, "unframed_after_switch", "LIFE-7", string.format("looks like an unframed %s envelope after the switch", M.OPCODES[env.opcode] or "?")).past = nil
+                finding(dir, rec.findings, "unframed_after_switch", "LIFE-7", string.format("looks like an unframed %s envelope after the switch", M.OPCODES[byte(s, pos + 4)] or "?")).past = nil
             end
             dir.mode = "stopped"
             dir.stop_reason = "RECV-1"

@@ -53,6 +53,21 @@ impl EnvelopeHeader {
     }
 }
 
+/// Whether `bytes` begin the way an envelope header does: the version byte of protocol 3 to 6
+/// (either direction), flags of the defined ones, a defined opcode and a body length of 0 to
+/// 256 MiB (decided by its first byte). Six bytes decide it, as many as the shortest frame header
+/// has: a frame header that fails its CRC24 yet reads this way is most likely an unframed
+/// envelope sent after the switch (LIFE-7), whose sender broke LIFE-4 rather than CRC-1.
+pub fn starts_like_envelope_header(bytes: &[u8]) -> bool {
+    let [version, flags, _, _, opcode, length_high, ..] = *bytes else {
+        return false;
+    };
+    (3..=6).contains(&(version & !RESPONSE_BIT))
+        && flags < 0x20
+        && Opcode::from_u8(opcode).is_some()
+        && length_high < 0x10
+}
+
 /// An envelope: its header and a body borrowed from a frame or a reassembly buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Envelope<'a> {

@@ -65,8 +65,15 @@ pub enum Lz4Fault {
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 pub enum ErrorKind {
-    #[error("header CRC24 mismatch: header says {found:#08x}, bytes give {computed:#08x}")]
-    HeaderCrcMismatch { found: u32, computed: u32 },
+    #[error("header CRC24 mismatch: header says {found:#08x}, bytes give {computed:#08x}{}", if *unframed_envelope { "; they read as an unframed envelope (LIFE-7)" } else { "" })]
+    HeaderCrcMismatch {
+        found: u32,
+        computed: u32,
+        /// The header's bytes begin the way an envelope header does
+        /// ([`crate::envelope::starts_like_envelope_header`]): most likely an unframed envelope
+        /// sent after the switch, so its sender broke LIFE-4.
+        unframed_envelope: bool,
+    },
     #[error("checksum bit is {bit} but the connection negotiated {}", negotiated.name())]
     ChecksumBitMismatch {
         bit: bool,

@@ -12,6 +12,7 @@
 //! ```
 
 use crate::checksum::crc24;
+use crate::envelope::starts_like_envelope_header;
 use crate::error::ErrorKind;
 use crate::format::Format;
 
@@ -109,7 +110,11 @@ impl FrameHeader {
         };
         let computed = crc24(&bytes[..n]);
         if found != computed {
-            return Err(ErrorKind::HeaderCrcMismatch { found, computed });
+            return Err(ErrorKind::HeaderCrcMismatch {
+                found,
+                computed,
+                unframed_envelope: starts_like_envelope_header(bytes),
+            });
         }
         let uncompressed_length = match format {
             Format::Uncompressed => 0,
@@ -201,9 +206,46 @@ mod tests {
                 c[bit / 8] ^= 1 << (bit % 8);
                 assert!(matches!(
                     FrameHeader::read(format, &c),
-                    Err(ErrorKind::HeaderCrcMismatch { .. })
+                    Err(ErrorKind::HeaderCrcMismatch {
+                        unframed_envelope: false,
+                        ..
+                    })
                 ));
             }
         }
+    }
+
+    // LIFE-7, LIFE-4: an envelope header where a frame header should be fails the CRC24, and
+    // reads as what it is, so that the sender is charged with not framing rather than with CRC-1.
+    #[test]
+    fn an_unframed_envelope_reads_as_one() {
+        let event = [0x85, 0x00, 0xff, 0xff, 0x0c, 0x00, 0x00, 0x00, 0x24];
+        for format in [Format::Uncompressed, Format::Lz4] {
+            assert_eq!(
+                FrameHeader::read(format, &event),
+                Err(ErrorKind::HeaderCrcMismatch {
+                    // Bytes 3-5 (uncompressed) or 5-7 (LZ4), little-endian.
+                    found: if format == Format::Uncompressed {
+                        0x00_0cff
+                    } else {
+                        0x00_0000
+                    },
+                    computed: crc24(&event[..format.header_len() - 3]),
+                    unframed_envelope: true,
+                })
+            );
+        }
+        // Each field that no envelope header of v3 to v6 has: version 2 and 7, an undefined
+        // flag, an undefined opcode (0x04), a body length of 256 MiB or more, too few bytes.
+        for (at, value) in [(0, 0x02), (0, 0x87), (1, 0x20), (4, 0x04), (5, 0x10)] {
+            let mut other = event;
+            other[at] = value;
+            assert!(
+                !starts_like_envelope_header(&other),
+                "byte {at} = {value:#04x}"
+            );
+        }
+        assert!(starts_like_envelope_header(&event[..6]));
+        assert!(!starts_like_envelope_header(&event[..5]));
     }
 }

@@ -114,6 +114,10 @@ impl Finding {
 /// The sender rule behind what a receiver reports as `kind`.
 pub fn sender_rule(kind: &ErrorKind) -> &'static str {
     match kind {
+        ErrorKind::HeaderCrcMismatch {
+            unframed_envelope: true,
+            ..
+        } => "LIFE-4",
         ErrorKind::HeaderCrcMismatch { .. } => "CRC-1",
         ErrorKind::ChecksumBitMismatch { .. } => "FMT-13",
         ErrorKind::PayloadChecksumMismatch { algorithm, .. } => match algorithm {

@@ -214,6 +214,35 @@ fn a_receiver_error_stops_its_direction() {
     assert!(!judge.stopped(S2C));
 }
 
+// LIFE-7: an envelope sent unframed after the switch fails the receiver's CRC24 (RECV-1); its
+// sender broke LIFE-4 (it did not frame), not CRC-1. A header that merely fails its CRC24 stays
+// CRC-1's.
+#[test]
+fn an_unframed_envelope_after_the_switch_is_the_senders_life4() {
+    let mut judge = Judge::new(MAX_BODY);
+    switched(&mut judge, &[]);
+    let mut found = Vec::new();
+    judge.receive(
+        C2S,
+        &envelope_bytes(5, 0, 2, Opcode::Options, &[]),
+        &mut found,
+    );
+    assert_eq!(rules(&found), vec![("RECV-1", Level::Must, C2S, true)]);
+    assert_eq!(found[0].broken_by_sender(), "LIFE-4");
+
+    let mut judge = Judge::new(MAX_BODY);
+    switched(&mut judge, &[]);
+    let mut wire = framed(
+        FrameSettings::default(),
+        &[envelope_bytes(5, 0, 2, Opcode::Options, &[])],
+    );
+    wire[0] ^= 1;
+    let mut found = Vec::new();
+    judge.receive(C2S, &wire, &mut found);
+    assert_eq!(rules(&found), vec![("RECV-1", Level::Must, C2S, true)]);
+    assert_eq!(found[0].broken_by_sender(), "CRC-1");
+}
+
 // A block that breaks LZ4's end-of-block rules: the receiver's LZ4-6, found against the sender's
 // LZ4-5. The envelope (9 + 20 'z's) is a block of 18 literals and a 4-byte match 11 bytes before
 // the end.

@@ -200,6 +200,7 @@ mod tests {
             ErrorKind::HeaderCrcMismatch {
                 found: 1,
                 computed: 2,
+                unframed_envelope: true,
             },
             ErrorKind::ChecksumBitMismatch {
                 bit: true,
