@@ -9,7 +9,8 @@ use crate::checksum::PayloadChecksum;
 use crate::decoder::{Decoder, Event};
 use crate::encoder::{FrameEncoder, SplitPolicy};
 use crate::envelope::{
-    Envelope, EnvelopeHeader, Opcode, ENVELOPE_HEADER_LEN, FLAG_USE_BETA, RESPONSE_BIT,
+    Envelope, EnvelopeHeader, Opcode, ENVELOPE_HEADER_LEN, FLAG_USE_BETA, HEADER_VERSIONS,
+    RESPONSE_BIT,
 };
 use crate::error::{ErrorKind, FramingError, Part};
 use crate::format::{parse_checksum, Format, FrameSettings};
@@ -477,7 +478,7 @@ impl Connection {
         let probe = self.role == Role::Server
             && !header.is_response()
             && UNSPOKEN_VERSIONS.contains(&header.protocol_version());
-        if !(3..=BETA_VERSION).contains(&header.protocol_version()) && !probe {
+        if !HEADER_VERSIONS.contains(&header.protocol_version()) && !probe {
             let sender = match self.role {
                 Role::Client => Role::Server,
                 Role::Server => Role::Client,

@@ -8,6 +8,9 @@ pub const FLAG_COMPRESSION: u8 = 0x01;
 pub const FLAG_USE_BETA: u8 = 0x10;
 /// Version-byte bit set on responses (ENV-2).
 pub const RESPONSE_BIT: u8 = 0x80;
+/// Protocol versions whose envelopes have this 9-byte header (v1 and v2 had an 8-byte one, with a
+/// one-byte stream).
+pub const HEADER_VERSIONS: std::ops::RangeInclusive<u8> = 3..=6;
 
 /// The header of an envelope, fields as on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,7 +65,7 @@ pub fn starts_like_envelope_header(bytes: &[u8]) -> bool {
     let [version, flags, _, _, opcode, length_high, ..] = *bytes else {
         return false;
     };
-    (3..=6).contains(&(version & !RESPONSE_BIT))
+    HEADER_VERSIONS.contains(&(version & !RESPONSE_BIT))
         && flags < 0x20
         && Opcode::from_u8(opcode).is_some()
         && length_high < 0x10
