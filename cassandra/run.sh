@@ -41,7 +41,8 @@ done
 port="${CQL_PORT:-9042}"
 storage="${STORAGE_PORT:-17000}"
 out="$root/build/cassandra${extension:+-$extension}"
-# Cassandra's known deviations; the extension replaces the LZ4 frame decoder that four of them are of.
+# Cassandra's known deviations; the extension replaces the LZ4 frame decoder, which four of them
+# are of.
 deviations=(--deviations cassandra/deviations.toml)
 [ -n "$extension" ] || deviations+=(--deviations cassandra/deviations-lz4-decoder.toml)
 bin="${CQLFRAME_BIN:-$root/target/release/cqlframe}"

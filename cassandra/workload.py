@@ -6,9 +6,9 @@ frames, on connections with or without LZ4 frames.
 
 Writes 12 rows of 300 KB (every INSERT is a sequence of non-self-contained frames from the
 driver), reads them back one by one and all at once (a 3.6 MB RESULT the server splits into
-frames of 131054 bytes uncompressed, 131060 with LZ4), runs 200 small queries concurrently (packed frames both ways), and checks every
-byte. Half the blobs are random (LZ4 stores those frames), half repetitive (LZ4 compresses).
-Prints one JSON line; exit status 1 on any mismatch.
+frames of 131054 bytes uncompressed, 131060 with LZ4), runs 200 small queries concurrently
+(packed frames both ways), and checks every byte. Half the blobs are random (LZ4 stores those
+frames), half repetitive (LZ4 compresses). Prints one JSON line; exit status 1 on any mismatch.
 """
 
 import hashlib

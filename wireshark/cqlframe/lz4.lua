@@ -2,13 +2,13 @@
 --
 --   decompress(s, i, n, declared) -> content | nil, kind, reason
 --
--- s[i .. i+n-1] is one raw block (no frame format, no size prefix, empty history); declared is
--- the header's uncompressed length. Success means the block is consumed exactly and yields
--- exactly `declared` bytes; the output never grows past `declared`. On failure kind is
--- "lz4_malformed" or "lz4_length_mismatch" (both LZ4-4, the sender's rule LZ4-1, as the reference
--- reports them), or "lz4_end_of_block" (LZ4-6) for a block that yields `declared` bytes but whose last match starts
--- less than 12 or ends less than 5 bytes before the end (LZ4's end-of-block rules, LZ4-5).
--- Only arithmetic on small integers: no bit operations needed.
+-- s[i .. i+n-1] is one raw block (no frame format, no size prefix, empty history); declared is the
+-- header's uncompressed length. Success means the block is consumed exactly and yields exactly
+-- `declared` bytes; the output never grows past `declared`. On failure kind is "lz4_malformed" or
+-- "lz4_length_mismatch" (both LZ4-4, the sender's rule LZ4-1, as the reference reports them), or
+-- "lz4_end_of_block" (LZ4-6) for a block that yields `declared` bytes but whose last match starts
+-- less than 12 or ends less than 5 bytes before the end (LZ4's end-of-block rules, LZ4-5). Only
+-- arithmetic on small integers: no bit operations needed.
 
 local byte, char, concat = string.byte, string.char, table.concat
 local unpack = table.unpack or unpack

@@ -18,11 +18,11 @@
 //!   AVX2) and 512-bit (VPCLMULQDQ with AVX-512), for both polynomials, ending in a Barrett
 //!   reduction; for CRC-32C, the SSE4.2 `crc32` instruction on three interleaved chains joined by
 //!   PCLMULQDQ, and fused paths running 256- or 512-bit folding on part of each block while three
-//!   `crc32` chains run on the rest (the `crc32` unit adds its throughput to the multiplier's);
-//!   the 512-bit fused path in two shapes, the chains' share chosen by the CPU's vendor (its
-//!   multiplier issues every cycle on Intel, every other cycle on AMD Zen 4). From 32 KiB on (the
-//!   two-quadword fused CRC-32C from 1536 bytes), the 512-bit paths fold from a 64-byte boundary: loads that straddle cache lines cost a quarter
-//!   of the speed once the data is out of L1.
+//!   `crc32` chains run on the rest (the `crc32` unit adds its throughput to the multiplier's); the
+//!   512-bit fused path in two shapes, the chains' share chosen by the CPU's vendor (its multiplier
+//!   issues every cycle on Intel, every other cycle on AMD Zen 4). From 32 KiB on (the two-quadword
+//!   fused CRC-32C from 1536 bytes), the 512-bit paths fold from a 64-byte boundary: loads that
+//!   straddle cache lines cost a quarter of the speed once the data is out of L1.
 //! - On AArch64: the `crc32x`/`crc32cx` instructions.
 //!
 //! The v5 seed `FA 2D 55 CA` is a constant prefix: every CRC-32 path starts from the register

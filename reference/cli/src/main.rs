@@ -2,8 +2,9 @@
 //!
 //! Exit codes: 0 success; 1 the input breaks a framing rule (the error names it); 2 usage error;
 //! 3 input/output error or unreadable input; `conformance client` alone follows the adapter
-//! contract instead (0, 1, 127: see conformance/README.md). Output into a closed pipe (`cqlframe ... | head -1`) ends the command
-//! quietly, the way `cat` ends: by SIGPIPE (status 141 in a shell).
+//! contract instead (0, 1, 127: see conformance/README.md). Output into a closed pipe
+//! (`cqlframe ... | head -1`) ends the command quietly, the way `cat` ends: by SIGPIPE (status 141
+//! in a shell).
 
 mod check;
 mod conformance;

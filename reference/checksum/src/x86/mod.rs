@@ -192,14 +192,14 @@ pub(crate) unsafe fn crc32c_fused512(payload: &[u8]) -> u32 {
 /// [`crate::crc32c`] with 512-bit VPCLMULQDQ folding fused with `crc32` chains, two quadwords
 /// per chain per 256 folded bytes.
 ///
-/// Aligned from [`FUSED2_ALIGN_FROM`], not only from [`ALIGN_FROM`], so wherever its fused
-/// blocks run: this shape's blocks keep their folded parts on 64-byte boundaries (a multiple of
-/// four iterations), and payloads of that size (8208 bytes and up) read from L2, as frames spread
-/// over a receive buffer are, lost a third of their speed to loads straddling two lines. Measured on Intel Xeon family 6 model 207, decoding the
-/// framing benchmark's 256 KiB streams: 202 ns a 16373-byte frame against 295 unaligned (81
-/// against 55 GB/s), 1.45 us a 131071-byte one against 1.52; one 16373-byte payload in L1, 171
-/// ns against 177. (Software prefetching, tried instead, gained 13% at 16373 bytes from L2 and
-/// cost 5% in L1; with the loads aligned it gained nothing.)
+/// Aligned from [`FUSED2_ALIGN_FROM`], not only from [`ALIGN_FROM`], so wherever its fused blocks
+/// run: this shape's blocks keep their folded parts on 64-byte boundaries (a multiple of four
+/// iterations), and payloads of that size (8208 bytes and up) read from L2, as frames spread over a
+/// receive buffer are, lost a third of their speed to loads straddling two lines. Measured on Intel
+/// Xeon family 6 model 207, decoding the framing benchmark's 256 KiB streams: 202 ns a 16373-byte
+/// frame against 295 unaligned (81 against 55 GB/s), 1.45 us a 131071-byte one against 1.52; one
+/// 16373-byte payload in L1, 171 ns against 177. (Software prefetching, tried instead, gained 13%
+/// at 16373 bytes from L2 and cost 5% in L1; with the loads aligned it gained nothing.)
 #[target_feature(enable = "avx512f,avx512bw,avx2,vpclmulqdq,pclmulqdq,sse4.2,sse4.1,ssse3")]
 pub(crate) unsafe fn crc32c_fused512_2(payload: &[u8]) -> u32 {
     const { assert!(FUSED2_ALIGN_FROM <= crc32c::fused_from::<crc32c::Zmm2>()) };
