@@ -3,9 +3,9 @@
 
 use crate::Failure;
 use clap::Args as ClapArgs;
+use cqlframe_harness::conformance::adapter::{Driver, SelfCheck};
 use cqlframe_harness::conformance::cases::listing;
 use cqlframe_harness::conformance::report;
-use cqlframe_harness::conformance::runner::Driver;
 use cqlframe_harness::probe::{cases, probe, Deviations};
 use cqlframe_harness::verdict::{Check, Level, Outcome, Status};
 use std::io::Write;
@@ -113,10 +113,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
         name: name.clone(),
         run: PathBuf::new(),
         external: false,
-        self_check: Some(127),
-        self_check_ok: true,
+        self_check: SelfCheck::NotRun,
     }];
     let run = report::Run {
+        selection: None,
         cases: &cases,
         drivers: &drivers,
         results: &results,

@@ -45,7 +45,6 @@ fn scripts() -> &'static [ServerScript] {
             .cases
             .into_iter()
             .map(|c| c.server)
-            .filter(|s| s.chop_pause_us == 0)
             .collect()
     })
 }

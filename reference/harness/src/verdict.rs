@@ -46,7 +46,7 @@ impl fmt::Display for Level {
 
 /// What one check found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Status {
     Pass,
     Fail,
@@ -54,6 +54,12 @@ pub enum Status {
     Info,
     /// The implementation cannot be asked what the check needs.
     Unsupported,
+    /// The case's stimulus could not be delivered as written (a read boundary the driver's
+    /// reads could not be made to follow).
+    NotExercised,
+    /// The adapter broke its contract: no report, one that breaks the schema, or a crash or
+    /// hang before the driver connected.
+    AdapterBroken,
 }
 
 impl Status {
@@ -63,6 +69,8 @@ impl Status {
             Status::Fail => "fail",
             Status::Info => "info",
             Status::Unsupported => "unsupported",
+            Status::NotExercised => "not-exercised",
+            Status::AdapterBroken => "adapter-broken",
         }
     }
 }
@@ -103,8 +111,10 @@ impl Check {
     }
 }
 
-/// The five outcomes of a case for one implementation, worst last (the order `diff` ranks
-/// regressions by).
+/// The outcomes of a case for one implementation, worst last (the order `diff` ranks
+/// regressions by). The last two are not verdicts on the implementation: the case did not run
+/// as written (NOT-EXERCISED), or the adapter between the kit and the driver broke its
+/// contract (ADAPTER-BROKEN).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, PartialOrd, Ord)]
 pub enum Outcome {
     #[serde(rename = "PASS")]
@@ -113,28 +123,56 @@ pub enum Outcome {
     Informational,
     #[serde(rename = "UNSUPPORTED")]
     Unsupported,
+    #[serde(rename = "NOT-EXERCISED")]
+    NotExercised,
     #[serde(rename = "NON-STRICT")]
     NonStrict,
     #[serde(rename = "FAIL")]
     Fail,
+    #[serde(rename = "ADAPTER-BROKEN")]
+    AdapterBroken,
 }
 
 impl Outcome {
+    /// Every outcome, best first.
+    pub const ALL: [Outcome; 7] = [
+        Outcome::Pass,
+        Outcome::Informational,
+        Outcome::Unsupported,
+        Outcome::NotExercised,
+        Outcome::NonStrict,
+        Outcome::Fail,
+        Outcome::AdapterBroken,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Outcome::Pass => "PASS",
             Outcome::Informational => "INFORMATIONAL",
             Outcome::Unsupported => "UNSUPPORTED",
+            Outcome::NotExercised => "NOT-EXERCISED",
             Outcome::NonStrict => "NON-STRICT",
             Outcome::Fail => "FAIL",
+            Outcome::AdapterBroken => "ADAPTER-BROKEN",
         }
     }
 
-    /// The outcome the checks give: a broken MUST fails; otherwise an unsupported case is
-    /// UNSUPPORTED, a broken SHOULD NON-STRICT, a case the implementation did not opt in to
+    /// Whether the outcome is a verdict on the implementation (not the kit's or the adapter's
+    /// failure to ask it).
+    pub fn is_verdict(self) -> bool {
+        !matches!(self, Outcome::NotExercised | Outcome::AdapterBroken)
+    }
+
+    /// The outcome the checks give: a broken adapter or a case not exercised first (no verdict
+    /// on the implementation stands then); a broken MUST fails; otherwise an unsupported case
+    /// is UNSUPPORTED, a broken SHOULD NON-STRICT, a case the implementation did not opt in to
     /// INFORMATIONAL.
     pub fn rate(checks: &[Check], unsupported: bool, informational: bool) -> Outcome {
-        if checks.iter().any(Check::breaks_must) {
+        if checks.iter().any(|c| c.status == Status::AdapterBroken) {
+            Outcome::AdapterBroken
+        } else if checks.iter().any(|c| c.status == Status::NotExercised) {
+            Outcome::NotExercised
+        } else if checks.iter().any(Check::breaks_must) {
             Outcome::Fail
         } else if unsupported {
             Outcome::Unsupported
@@ -149,13 +187,16 @@ impl Outcome {
 
     /// The check that decided this outcome, the most severe first: for a FAIL the first broken
     /// MUST (not an earlier SHOULD), for NON-STRICT the first broken SHOULD, for UNSUPPORTED
-    /// and INFORMATIONAL the check saying why; none for a PASS.
+    /// and INFORMATIONAL the check saying why, for NOT-EXERCISED and ADAPTER-BROKEN the check
+    /// of that status; none for a PASS.
     pub fn deciding(self, checks: &[Check]) -> Option<&Check> {
         checks.iter().find(|c| match self {
             Outcome::Fail => c.breaks_must(),
             Outcome::NonStrict => c.breaks_should(),
             Outcome::Unsupported => c.status == Status::Unsupported,
             Outcome::Informational => c.status == Status::Info,
+            Outcome::NotExercised => c.status == Status::NotExercised,
+            Outcome::AdapterBroken => c.status == Status::AdapterBroken,
             Outcome::Pass => false,
         })
     }

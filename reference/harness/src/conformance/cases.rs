@@ -4,6 +4,7 @@
 use cqlframe::checksum::PayloadChecksum;
 use cqlframe::connection::ServerOptions;
 use serde::{Deserialize, Serialize};
+use sha2::Digest as _;
 use std::path::Path;
 
 use super::server::Provocation;
@@ -14,6 +15,22 @@ use crate::verdict::Level;
 pub struct Catalogue {
     #[serde(rename = "case")]
     pub cases: Vec<Case>,
+    /// SHA-256 of the catalogue's text: two runs compare like with like only under one digest.
+    #[serde(skip)]
+    pub digest: String,
+}
+
+/// Which cases of which catalogue a run ran: what `diff` compares before any outcome.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+pub struct Selection {
+    /// The catalogue's [`Catalogue::digest`].
+    pub catalogue: String,
+    /// Only the quick subset.
+    pub quick: bool,
+    /// `--cases` patterns (empty: all).
+    pub cases: Vec<String>,
+    /// `--exclude` patterns.
+    pub exclude: Vec<String>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -213,12 +230,10 @@ pub struct ServerScript {
     /// Write an empty self-contained frame before every batch of response frames.
     #[serde(default)]
     pub empty_frames: bool,
-    /// TCP delivery: write everything in chunks of this many bytes, each flushed (0: whole).
+    /// TCP delivery: write everything in chunks of this many bytes, each flushed and read by
+    /// the driver before the next is written (0: whole; see [`super::delivery`]).
     #[serde(default)]
     pub chop: usize,
-    /// Pause after each chunk, microseconds.
-    #[serde(default)]
-    pub chop_pause_us: u64,
     /// Fault injected into the first response to a query on `ks.t`.
     #[serde(default)]
     pub fault: Option<Fault>,
@@ -309,6 +324,14 @@ pub enum FaultKind {
     Unframed,
 }
 
+/// The catalogue's name of the fault (`header-bitflip`).
+impl std::fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = serde_json::to_value(self).map_err(|_| std::fmt::Error)?;
+        f.write_str(name.as_str().unwrap_or_default())
+    }
+}
+
 impl FaultKind {
     /// The rule a receiver applies to detect it.
     pub fn rule(self) -> &'static str {
@@ -365,6 +388,7 @@ pub fn listing<'a>(cases: impl IntoIterator<Item = &'a Case>) -> String {
 /// a section).
 pub fn parse(text: &str) -> Result<Catalogue, String> {
     let mut catalogue: Catalogue = toml::from_str(text).map_err(|e| e.to_string())?;
+    catalogue.digest = hex::encode(sha2::Sha256::digest(text.as_bytes()));
     let mut seen = std::collections::HashSet::new();
     for case in &catalogue.cases {
         if !seen.insert(case.id.clone()) {

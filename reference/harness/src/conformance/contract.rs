@@ -57,8 +57,9 @@ fn check_result(i: usize, entry: &Value) -> Result<(), String> {
                     .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
             if !hex {
                 return Err(format!(
-                    "{at}/digest: expected 64 lowercase hex digits (SHA-256), found {:?}",
+                    "{at}/digest: expected 64 lowercase hex digits (SHA-256), found {}",
                     obj.get("digest")
+                        .map_or_else(|| "nothing".to_string(), Value::to_string)
                 ));
             }
             Ok(())

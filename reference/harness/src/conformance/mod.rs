@@ -5,10 +5,13 @@
 //! judged by [`crate::rules`]. See conformance/README.md. The `cqlframe conformance` command
 //! (crate `cqlframe-cli`) drives it.
 
+pub mod adapter;
 pub mod cases;
 pub mod client;
 pub mod contract;
+pub mod delivery;
 pub mod diff;
+pub mod expectations;
 pub mod frames;
 pub mod limits;
 pub mod report;

@@ -1,7 +1,8 @@
 //! Reports of a run: the console matrix, `report.json`, `junit.xml` and `index.html`.
 
-use super::cases::Case;
-use super::runner::{CaseResult, Driver};
+use super::adapter::{Driver, SelfCheck};
+use super::cases::{Case, Selection};
+use super::runner::CaseResult;
 use crate::verdict::{Level, Outcome, Status};
 use cqlframe::format::Format;
 use cqlframe::frame_decoder::Frame;
@@ -10,7 +11,10 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
+/// A finished run, as the reports show it.
 pub struct Run<'a> {
+    /// Which cases of which catalogue ran (none for the probe, whose cases are built in).
+    pub selection: Option<&'a Selection>,
     pub cases: &'a [Case],
     pub drivers: &'a [Driver],
     pub results: &'a [CaseResult],
@@ -24,8 +28,9 @@ impl Run<'_> {
             .find(|r| r.driver == driver && r.case == case)
     }
 
-    fn counts(&self, driver: &str) -> [usize; 5] {
-        let mut n = [0; 5];
+    /// How many of `driver`'s cases had each outcome, in [`Outcome::ALL`]'s order.
+    fn counts(&self, driver: &str) -> [usize; Outcome::ALL.len()] {
+        let mut n = [0; Outcome::ALL.len()];
         for r in self.results.iter().filter(|r| r.driver == driver) {
             n[r.outcome as usize] += 1;
         }
@@ -33,13 +38,16 @@ impl Run<'_> {
     }
 }
 
-const ORDER: [Outcome; 5] = [
-    Outcome::Pass,
-    Outcome::Informational,
-    Outcome::Unsupported,
-    Outcome::NonStrict,
-    Outcome::Fail,
-];
+/// A driver's counts in words: every verdict, and the cases that gave none when there are any.
+fn counts_line(n: &[usize; Outcome::ALL.len()]) -> String {
+    Outcome::ALL
+        .iter()
+        .zip(n)
+        .filter(|(o, k)| o.is_verdict() || **k > 0)
+        .map(|(o, k)| format!("{k} {o}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// The driver x case matrix, for the terminal.
 pub fn console(run: &Run) -> String {
@@ -68,20 +76,12 @@ pub fn console(run: &Run) -> String {
         let n = run.counts(&d.name);
         let _ = writeln!(
             s,
-            "{}: {} PASS, {} INFORMATIONAL, {} UNSUPPORTED, {} NON-STRICT, {} FAIL{}",
+            "{}: {}{}",
             d.name,
-            n[0],
-            n[1],
-            n[2],
-            n[3],
-            n[4],
-            if d.self_check_ok {
-                String::new()
-            } else {
-                format!(
-                    " (adapter contract: unknown case exited {:?}, expected 127)",
-                    d.self_check
-                )
+            counts_line(&n),
+            match &d.self_check {
+                SelfCheck::Failed { why } => format!(" (adapter self-check failed: {why})"),
+                _ => String::new(),
             }
         );
     }
@@ -91,7 +91,7 @@ pub fn console(run: &Run) -> String {
         .filter_map(|r| r.rerun_shown().map(|c| (r, c)))
         .collect();
     if !reruns.is_empty() {
-        s.push_str("\nTo run a FAIL or NON-STRICT case again:\n");
+        s.push_str("\nTo run a case that did not pass again:\n");
         for (r, command) in reruns {
             let _ = writeln!(s, "  {} {} {}: {command}", r.outcome, r.driver, r.case);
         }
@@ -146,12 +146,18 @@ pub fn write_all(run: &Run, dir: &Path) -> std::io::Result<()> {
         "tool": "cqlframe conformance",
         "version": env!("CARGO_PKG_VERSION"),
         "seconds": run.seconds,
+        "selection": run.selection,
         "drivers": run.drivers,
         "cases": run.cases,
         "results": run.results,
         "summary": run.drivers.iter().map(|d| {
             let n = run.counts(&d.name);
-            json!({"driver": d.name, "PASS": n[0], "INFORMATIONAL": n[1], "UNSUPPORTED": n[2], "NON-STRICT": n[3], "FAIL": n[4]})
+            let mut counts = serde_json::Map::new();
+            counts.insert("driver".into(), json!(d.name));
+            for (o, k) in Outcome::ALL.iter().zip(n) {
+                counts.insert(o.name().into(), json!(k));
+            }
+            counts
         }).collect::<Vec<_>>(),
     });
     std::fs::write(
@@ -186,6 +192,7 @@ fn junit(run: &Run) -> String {
     for d in run.drivers {
         let rs: Vec<&CaseResult> = run.results.iter().filter(|r| r.driver == d.name).collect();
         let failures = rs.iter().filter(|r| r.outcome == Outcome::Fail).count();
+        let errors = rs.iter().filter(|r| !r.outcome.is_verdict()).count();
         let skipped = rs
             .iter()
             .filter(|r| r.outcome == Outcome::Unsupported)
@@ -193,7 +200,7 @@ fn junit(run: &Run) -> String {
         let time: f64 = rs.iter().map(|r| r.adapter.seconds).sum();
         let _ = writeln!(
             s,
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\" time=\"{time:.3}\">",
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{time:.3}\">",
             esc(&d.name),
             rs.len()
         );
@@ -219,6 +226,15 @@ fn junit(run: &Run) -> String {
                 }
                 Outcome::Unsupported => {
                     let _ = write!(s, "<skipped message=\"{}\"/>", esc(&r.summary));
+                }
+                Outcome::NotExercised | Outcome::AdapterBroken => {
+                    let _ = write!(
+                        s,
+                        "<error type=\"{}\" message=\"{}\">{}</error>",
+                        r.outcome.name(),
+                        esc(&r.summary),
+                        esc(&checks_text(r))
+                    );
                 }
                 o => {
                     let _ = write!(
@@ -252,6 +268,8 @@ fn class(o: Outcome) -> &'static str {
         Outcome::Unsupported => "unsup",
         Outcome::NonStrict => "nonstrict",
         Outcome::Fail => "fail",
+        Outcome::NotExercised => "unexercised",
+        Outcome::AdapterBroken => "broken",
     }
 }
 
@@ -270,7 +288,7 @@ fn expectation(c: &Case) -> String {
     )];
     if let Some(f) = &s.fault {
         parts.push(format!(
-            "fault <code>{:?}</code> in the first response to a query on ks.t",
+            "fault <code>{}</code> in the first response to a query on ks.t",
             f.kind
         ));
     }
@@ -304,7 +322,7 @@ fn html(run: &Run) -> String {
 <style>
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
-.pass{background:#d8f5d0}.fail{background:#f8c8c8}.nonstrict{background:#fbe3b5}.unsup{background:#e4e4e4}.info{background:#d5e6fa}
+.pass{background:#d8f5d0}.fail{background:#f8c8c8}.nonstrict{background:#fbe3b5}.unsup{background:#e4e4e4}.info{background:#d5e6fa}.unexercised{background:#fff3a8}.broken{background:#c9a0dc}
 code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f6;padding:6px;overflow-x:auto;max-height:500px}
 .pcap{font-size:10px;color:#555}.c2s{color:#064}.s2c{color:#039}.note{color:#a40}details{margin:4px 0}h2{border-bottom:1px solid #ccc}
 </style></head><body>
@@ -312,29 +330,29 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
 "#);
     let _ = writeln!(
         s,
-        "<p>{} cases, {} drivers, {:.0} s. Outcomes: <span class=pass>PASS</span> <span class=info>INFORMATIONAL</span> <span class=unsup>UNSUPPORTED</span> <span class=nonstrict>NON-STRICT</span> (a SHOULD not met) <span class=fail>FAIL</span> (a MUST broken). Rules refer to <code>spec/framing_v6.adoc</code>.</p>",
+        "<p>{} cases, {} drivers, {:.0} s. Outcomes: <span class=pass>PASS</span> <span class=info>INFORMATIONAL</span> <span class=unsup>UNSUPPORTED</span> <span class=nonstrict>NON-STRICT</span> (a SHOULD not met) <span class=fail>FAIL</span> (a MUST broken); no verdict: <span class=unexercised>NOT-EXERCISED</span> (the case could not be delivered as written) <span class=broken>ADAPTER-BROKEN</span> (the adapter broke its contract). Rules refer to <code>spec/framing_v6.adoc</code>.</p>",
         run.cases.len(),
         run.drivers.len(),
         run.seconds
     );
     s.push_str("<h2>Summary</h2><table><tr><th>driver</th>");
-    for o in ORDER {
+    for o in Outcome::ALL {
         let _ = write!(s, "<th class={}>{}</th>", class(o), o.name());
     }
     s.push_str("<th>adapter self-check</th></tr>\n");
     for d in run.drivers {
         let n = run.counts(&d.name);
         let _ = write!(s, "<tr><td>{}</td>", esc(&d.name));
-        for (i, _) in ORDER.iter().enumerate() {
+        for (i, _) in Outcome::ALL.iter().enumerate() {
             let _ = write!(s, "<td>{}</td>", n[i]);
         }
         let _ = writeln!(
             s,
             "<td>{}</td></tr>",
-            if d.self_check_ok {
-                "ok (unknown case: 127)".to_string()
-            } else {
-                format!("BROKEN: unknown case exited {:?}", d.self_check)
+            match &d.self_check {
+                SelfCheck::Passed => "ok (unknown case: exit 127 with a reason)".to_string(),
+                SelfCheck::NotRun => "not run".to_string(),
+                SelfCheck::Failed { why } => format!("BROKEN: {}", esc(why)),
             }
         );
     }
@@ -413,6 +431,8 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
                     (Status::Fail, Level::Should) => "nonstrict",
                     (Status::Info, _) => "info",
                     (Status::Unsupported, _) => "unsup",
+                    (Status::NotExercised, _) => "unexercised",
+                    (Status::AdapterBroken, _) => "broken",
                 };
                 let _ = write!(
                     s,

@@ -2,8 +2,8 @@
 //! driver's adapter against it, and judge the outcome from what the server saw and what the
 //! application saw.
 
+use super::adapter::{adapter_args, run_adapter, AdapterRun, Driver, CONTRACT_RULE};
 use super::cases::{Case, Expect, OptIn};
-use super::contract;
 use super::server::{Observations, Server};
 use crate::cql::expected_digest;
 use crate::verdict::{Check, Level, Outcome, Status, EXIT_UNSUPPORTED};
@@ -11,24 +11,10 @@ use cqlframe::checksum::PayloadChecksum;
 use cqlframe::Format;
 use serde::Serialize;
 use serde_json::Value;
-use std::io::Read;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
-#[derive(Clone, Debug, Serialize)]
-pub struct AdapterRun {
-    pub command: Vec<String>,
-    pub exit: Option<i32>,
-    pub timed_out: bool,
-    pub seconds: f64,
-    /// The time limit the run had (the harness's per-run limit, or the self-check's).
-    pub limit_seconds: f64,
-    pub report: Value,
-    pub stderr_tail: String,
-}
-
+/// One case run for one driver, judged.
 #[derive(Clone, Debug, Serialize)]
 pub struct CaseResult {
     pub driver: String,
@@ -50,102 +36,38 @@ impl CaseResult {
         if self.outcome == Outcome::Pass {
             String::new()
         } else {
-            self.summary.chars().take(110).collect()
+            self.summary.chars().take(160).collect()
         }
     }
 
     /// The command that re-runs this case for this driver, for an outcome worth looking into
-    /// (FAIL or NON-STRICT).
+    /// (any but PASS, INFORMATIONAL and UNSUPPORTED).
     pub fn rerun_shown(&self) -> Option<&str> {
         match self.outcome {
-            Outcome::Fail | Outcome::NonStrict => self.rerun.as_deref(),
-            _ => None,
+            Outcome::Pass | Outcome::Informational | Outcome::Unsupported => None,
+            _ => self.rerun.as_deref(),
         }
     }
-}
 
-/// A driver adapter: `conformance/drivers/<name>/run`, or one given by `--adapter NAME=PATH`.
-#[derive(Clone, Debug, Serialize)]
-pub struct Driver {
-    pub name: String,
-    pub run: PathBuf,
-    /// Given by `--adapter` (it lives outside the kit's `drivers/`).
-    pub external: bool,
-    /// Exit code of the unknown-case self-check (the contract wants 127).
-    pub self_check: Option<i32>,
-    pub self_check_ok: bool,
-}
-
-pub fn discover(dir: &Path, only: &[String]) -> Result<Vec<Driver>, String> {
-    let mut drivers = Vec::new();
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for entry in entries.flatten() {
-        let run = entry.path().join("run");
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if run.is_file() && (only.is_empty() || only.contains(&name)) {
-            drivers.push(Driver {
-                name,
-                run,
-                external: false,
-                self_check: None,
-                self_check_ok: false,
-            });
-        }
-    }
-    for want in only {
-        if !drivers.iter().any(|d| &d.name == want) {
-            return Err(format!("no adapter {}/{want}/run", dir.display()));
-        }
-    }
-    // The reference first, then by name.
-    drivers.sort_by_key(|d| (d.name != "reference", d.name.clone()));
-    Ok(drivers)
-}
-
-/// An adapter outside the kit, from `NAME=PATH`: PATH is its `run` executable or a folder
-/// holding one. A relative PATH is taken from the current directory.
-pub fn external(spec: &str) -> Result<Driver, String> {
-    let (name, path) = spec
-        .split_once('=')
-        .filter(|(n, p)| !n.is_empty() && !p.is_empty())
-        .ok_or_else(|| format!("--adapter {spec:?}: expected NAME=PATH"))?;
-    if !name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-    {
-        return Err(format!(
-            "--adapter {spec:?}: the name may hold letters, digits, '-', '_' and '.' (it names report folders)"
-        ));
-    }
-    let path = PathBuf::from(path);
-    let run = if path.is_dir() {
-        path.join("run")
-    } else {
-        path
-    };
-    let run = std::path::absolute(&run).map_err(|e| format!("{}: {e}", run.display()))?;
-    if !run.is_file() {
-        return Err(format!("--adapter {name}: no executable {}", run.display()));
-    }
-    Ok(Driver {
-        name: name.to_string(),
-        run,
-        external: true,
-        self_check: None,
-        self_check_ok: false,
-    })
-}
-
-impl Driver {
-    /// The command-line arguments that select this driver again.
-    pub fn selector(&self) -> Vec<String> {
-        if self.external {
-            vec![
-                "--adapter".into(),
-                format!("{}={}", self.name, self.run.display()),
-            ]
-        } else {
-            vec!["--drivers".into(), self.name.clone()]
+    /// The result of a case whose adapter was not run, because its self-check showed the
+    /// adapter broken.
+    pub fn not_run(driver: &Driver, case: &Case, self_check: &AdapterRun, why: &str) -> CaseResult {
+        let checks = vec![Check::new(
+            CONTRACT_RULE,
+            Level::Must,
+            Status::AdapterBroken,
+            format!("not run: the adapter's self-check failed: {why}"),
+        )];
+        CaseResult {
+            driver: driver.name.clone(),
+            case: case.id.clone(),
+            outcome: Outcome::AdapterBroken,
+            summary: summary(Outcome::AdapterBroken, &checks, ""),
+            checks,
+            adapter: self_check.clone(),
+            server: Observations::default(),
+            pcap: None,
+            rerun: None,
         }
     }
 }
@@ -167,196 +89,14 @@ impl Limits {
     }
 }
 
-/// Kills the adapter's process group (the adapter and every process it started, e.g. a JVM
-/// or a driver built as a child rather than `exec`ed), so that nothing outlives the run and
-/// holds its output open.
-fn kill_group(child: &Child) {
-    let Ok(pgid) = libc::pid_t::try_from(child.id()) else {
-        return;
-    };
-    // SAFETY: kill(2) with a negative pid signals the process group the child leads (it was
-    // started with process_group(0)); no memory is involved. ESRCH (already gone) is fine.
-    unsafe {
-        libc::kill(-pgid, libc::SIGKILL);
-    }
-}
-
-/// Runs an adapter with `args` in its own process group; kills the group after `timeout` (and
-/// any process the adapter left behind when it exits).
-pub fn run_adapter(driver: &Driver, args: &[String], timeout: Duration) -> AdapterRun {
-    let start = Instant::now();
-    let mut command = vec![driver.run.display().to_string()];
-    command.extend(args.iter().cloned());
-    let exe = std::env::current_exe()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
-    let child = Command::new(&driver.run)
-        .args(args)
-        .env("CQLFRAME_BIN", exe)
-        .env("CQLFRAME_CONTRACT", contract::CONTRACT.to_string())
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            return AdapterRun {
-                command,
-                exit: None,
-                timed_out: false,
-                seconds: 0.0,
-                limit_seconds: timeout.as_secs_f64(),
-                report: Value::Null,
-                stderr_tail: format!("cannot start adapter: {e}"),
-            }
-        }
-    };
-    let mut out = child.stdout.take().expect("piped");
-    let mut err = child.stderr.take().expect("piped");
-    let out_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let mut timed_out = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if start.elapsed() > timeout => {
-                timed_out = true;
-                kill_group(&child);
-                break child.wait().ok();
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(_) => break None,
-        }
-    };
-    kill_group(&child);
-    let stdout = out_t.join().unwrap_or_default();
-    let stderr = err_t.join().unwrap_or_default();
-    let report = stdout
-        .lines()
-        .rev()
-        .find_map(|l| {
-            serde_json::from_str::<Value>(l.trim())
-                .ok()
-                .filter(|v| v.is_object())
-        })
-        .unwrap_or(Value::Null);
-    let tail: Vec<&str> = stderr.lines().rev().take(30).collect();
-    AdapterRun {
-        command,
-        exit: status.and_then(|s| s.code()),
-        timed_out,
-        seconds: start.elapsed().as_secs_f64(),
-        limit_seconds: timeout.as_secs_f64(),
-        report,
-        stderr_tail: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
-    }
-}
-
-/// The adapter's command line for a case.
-pub fn adapter_args(case: &Case, port: u16, request_timeout: f64) -> Vec<String> {
-    let c = &case.client;
-    let mut args = vec![
-        "--host".to_string(),
-        "127.0.0.1".into(),
-        "--port".into(),
-        port.to_string(),
-        "--case".into(),
-        case.id.clone(),
-        "--action".into(),
-        c.action.clone(),
-        "--compression".into(),
-        c.compression.clone(),
-        "--checksum".into(),
-        c.checksum.clone(),
-        "--protocol".into(),
-        c.protocol.clone(),
-        "--timeout".into(),
-        format!("{request_timeout}"),
-    ];
-    if c.auth {
-        args.push("--auth".into());
-    }
-    if c.blob_size > 0 {
-        args.extend(["--blob-size".into(), c.blob_size.to_string()]);
-    }
-    if c.requests > 0 {
-        args.extend(["--requests".into(), c.requests.to_string()]);
-    }
-    args
-}
-
-/// Runs one case for one driver, then checks the adapter's report against the contract.
-pub fn run_case(driver: &Driver, case: &Case, limits: Limits) -> CaseResult {
-    let server = match Server::start(case.server.clone(), 0) {
-        Ok(s) => s,
-        Err(e) => {
-            let adapter = AdapterRun {
-                command: vec![],
-                exit: None,
-                timed_out: false,
-                seconds: 0.0,
-                limit_seconds: limits.run.as_secs_f64(),
-                report: Value::Null,
-                stderr_tail: format!("server did not start: {e}"),
-            };
-            return CaseResult {
-                driver: driver.name.clone(),
-                case: case.id.clone(),
-                outcome: Outcome::Fail,
-                summary: "server did not start".into(),
-                checks: vec![],
-                adapter,
-                server: Observations::default(),
-                pcap: None,
-                rerun: None,
-            };
-        }
-    };
+/// Runs one case for one driver: the case's server, the adapter against it, the judgement.
+pub fn run_case(driver: &Driver, case: &Case, limits: Limits) -> Result<CaseResult, String> {
+    let server = Server::start(case.server.clone(), 0)
+        .map_err(|e| format!("the conformance server did not start: {e}"))?;
     let args = adapter_args(case, server.port, limits.request_seconds);
     let adapter = run_adapter(driver, &args, limits.run);
     let observations = server.stop(Duration::from_millis(100));
-    let breach = contract_breach(&adapter);
-    let mut result = judge(driver, case, adapter, observations);
-    if let Some(breach) = breach {
-        result.checks.push(breach);
-        let unsupported = result
-            .checks
-            .iter()
-            .any(|c| c.status == Status::Unsupported);
-        let informational = result.checks.iter().any(|c| c.status == Status::Info);
-        result.outcome = Outcome::rate(&result.checks, unsupported, informational);
-        result.summary = summary(result.outcome, &result.checks, "");
-    }
-    result
-}
-
-/// The rule name of a broken adapter contract (the adapter, not the driver, is at fault).
-pub const CONTRACT_RULE: &str = "adapter-contract";
-
-/// A check failing the case when the adapter printed a report that breaks
-/// `conformance/adapter-report.schema.json` (a missing report is judged as such already).
-pub fn contract_breach(adapter: &AdapterRun) -> Option<Check> {
-    if adapter.timed_out || adapter.report.is_null() {
-        return None;
-    }
-    contract::validate(&adapter.report).err().map(|e| {
-        Check::new(
-            CONTRACT_RULE,
-            Level::Must,
-            Status::Fail,
-            format!("the adapter's report breaks conformance/adapter-report.schema.json: {e}"),
-        )
-    })
+    Ok(judge(driver, case, adapter, observations))
 }
 
 /// A result's one-line summary: for a PASS what was negotiated, otherwise the check that
@@ -392,7 +132,15 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
         unsupported.get_or_insert_with(|| format!("fault not applicable: {why}"));
     }
     let main_rule = case.rules[0].as_str();
-    if adapter.timed_out {
+    let connected = !obs.connections.is_empty();
+    if let Some(why) = adapter.broken(connected) {
+        checks.push(check(
+            CONTRACT_RULE,
+            Level::Must,
+            Status::AdapterBroken,
+            why,
+        ));
+    } else if adapter.timed_out {
         let rule = match case.expect {
             Expect::Reject => "ERR-2",
             _ => main_rule,
@@ -406,16 +154,6 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
                 adapter.limit_seconds
             ),
         ));
-    } else if unsupported.is_none() && adapter.report.is_null() {
-        checks.push(check(
-            main_rule,
-            case.level,
-            Status::Fail,
-            format!(
-                "the adapter printed no JSON report (exit {:?})",
-                adapter.exit
-            ),
-        ));
     } else if unsupported.is_none() {
         let app = Application::of(&adapter.report);
         match case.expect {
@@ -424,6 +162,7 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
             Expect::Reject => fault_checks(case, &app, &obs, &mut checks),
         }
     }
+    checks.extend(unexercised(&obs));
     provocation_checks(case, &obs, unsupported.is_some(), &mut checks);
     // UNSUPPORTED says why; not opting in is moot then.
     let informational = opt_in(case, &obs, &mut checks).filter(|_| unsupported.is_none());
@@ -453,16 +192,45 @@ pub fn judge(driver: &Driver, case: &Case, adapter: AdapterRun, obs: Observation
     }
 }
 
-/// The adapter said it cannot run the case (exit 127), and why.
+/// The adapter said, in a report that keeps the contract, that it cannot run the case, and why.
 fn declared_unsupported(adapter: &AdapterRun) -> Option<String> {
-    (adapter.exit == Some(EXIT_UNSUPPORTED)).then(|| {
-        adapter
-            .report
-            .get("unsupported")
-            .and_then(|v| v.as_str())
-            .unwrap_or("adapter reported the case unsupported")
-            .to_string()
-    })
+    if adapter.exit != Some(EXIT_UNSUPPORTED) {
+        return None;
+    }
+    adapter
+        .report
+        .get("unsupported")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// A read boundary the case needed and the driver's reads could not be made to follow: the
+/// case did not run as written (see [`super::delivery`]).
+fn unexercised(obs: &Observations) -> Option<Check> {
+    let (c, boundary) = obs
+        .connections
+        .iter()
+        .find_map(|c| c.reads.unconfirmed.map(|b| (c, b)))?;
+    let why = match boundary {
+        super::delivery::Boundary::Unconfirmed {
+            written,
+            received,
+            unread,
+        } => format!(
+            "the driver did not read up to byte {written} within {} s (its socket had received {received} bytes, {unread} of them unread), so later reads could merge writes",
+            super::delivery::BOUND.as_secs()
+        ),
+        _ => "the driver's reads cannot be observed on this machine (no socket diagnostics)".into(),
+    };
+    Some(Check::new(
+        "read-boundaries",
+        Level::Must,
+        Status::NotExercised,
+        format!(
+            "connection {}: {why}; {} earlier boundaries were confirmed. Run the case again on a less loaded machine",
+            c.id, c.reads.confirmed
+        ),
+    ))
 }
 
 /// A case about framing cannot judge a driver that never tried protocol v5 or later.
@@ -758,56 +526,73 @@ pub fn write_pcap(result: &mut CaseResult, report_dir: &Path) -> Result<(), Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
+    use crate::conformance::adapter::SelfCheck;
+    use crate::conformance::delivery::Boundary;
+    use crate::conformance::server::{ConnRecord, ReadBoundaries};
 
-    /// An adapter script in a fresh temporary folder.
-    fn adapter(name: &str, body: &str) -> (PathBuf, Driver) {
-        let dir =
-            std::env::temp_dir().join(format!("cqlframe-runner-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let run = dir.join("run");
-        std::fs::write(&run, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let driver = external(&format!("{name}={}", dir.display())).unwrap();
-        (dir, driver)
+    fn chop_case() -> Case {
+        crate::conformance::load(None)
+            .unwrap()
+            .cases
+            .into_iter()
+            .find(|c| c.id == "recv.chop-1")
+            .unwrap()
     }
 
-    /// A driver started as a child (not exec'ed) holds the output pipes open; the limit must
-    /// stop it too, and the run must report the limit, not the elapsed time.
-    #[test]
-    fn the_limit_stops_the_whole_process_group() {
-        let (dir, driver) = adapter("child", "sleep 30\necho '{}'");
-        let started = Instant::now();
-        let run = run_adapter(&driver, &[], Duration::from_millis(500));
-        assert!(run.timed_out);
-        assert_eq!(run.limit_seconds, 0.5);
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "{:?}",
-            started.elapsed()
-        );
-        std::fs::remove_dir_all(dir).unwrap();
+    fn adapter_run(report: Value, exit: i32) -> AdapterRun {
+        AdapterRun {
+            command: vec![],
+            exit: Some(exit),
+            timed_out: false,
+            seconds: 1.0,
+            limit_seconds: 40.0,
+            report,
+            broken: None,
+            stderr_tail: String::new(),
+        }
     }
 
+    /// A boundary the driver's reads did not follow makes the case NOT-EXERCISED, whatever the
+    /// application saw: right rows or a failure under other reads are no verdict on this case.
     #[test]
-    fn an_external_adapter_is_named_and_its_report_checked() {
-        let (dir, driver) = adapter(
-            "ext",
-            "echo '{\"driver\": \"x\", \"results\": [{\"rows\": 1}]}'",
-        );
-        assert!(driver.external);
-        assert_eq!(driver.selector()[0], "--adapter");
-        let run = run_adapter(&driver, &[], Duration::from_secs(20));
-        assert_eq!(run.exit, Some(0));
-        let breach = contract_breach(&run).expect("rows without digest breaks the schema");
-        assert!(
-            breach.message.contains("/results/0/digest"),
-            "{}",
-            breach.message
-        );
-        assert!(external("noequals").is_err());
-        assert!(external("bad name=/x").is_err());
-        assert!(external(&format!("x={}", dir.join("missing").display())).is_err());
-        std::fs::remove_dir_all(dir).unwrap();
+    fn an_unconfirmed_read_boundary_is_no_verdict() {
+        let case = chop_case();
+        let driver = Driver {
+            name: "d".into(),
+            run: "run".into(),
+            external: true,
+            self_check: SelfCheck::Passed,
+        };
+        let rows = expected_digest(case.server.rows, case.server.row_size);
+        let good = serde_json::json!({"driver": "d", "results": [{"rows": case.server.rows, "digest": rows}]});
+        let failed = serde_json::json!({"driver": "d", "results": [{"error": "CRC24 mismatch"}]});
+        let obs = |unconfirmed: Option<Boundary>| Observations {
+            connections: vec![ConnRecord {
+                startup_version: Some(5),
+                reads: ReadBoundaries {
+                    confirmed: 12,
+                    unconfirmed,
+                },
+                ..ConnRecord::default()
+            }],
+            ..Observations::default()
+        };
+        let late = Boundary::Unconfirmed {
+            written: 13,
+            received: 14,
+            unread: 2,
+        };
+        for (report, exit) in [(good.clone(), 0), (failed.clone(), 1)] {
+            let r = judge(&driver, &case, adapter_run(report, exit), obs(Some(late)));
+            assert_eq!(r.outcome, Outcome::NotExercised, "{}", r.summary);
+            assert!(
+                r.summary.contains("did not read up to byte 13"),
+                "{}",
+                r.summary
+            );
+            assert!(r.summary.contains("12 earlier boundaries"), "{}", r.summary);
+        }
+        let r = judge(&driver, &case, adapter_run(failed, 1), obs(None));
+        assert_eq!(r.outcome, Outcome::Fail, "{}", r.summary);
     }
 }

@@ -5,6 +5,7 @@
 //! the server records the judge's tally for the harness.
 
 use super::cases::ServerScript;
+use super::delivery::{self, Boundary, ClientSocket};
 use super::frames::{self, Layout, OutFrame};
 use super::limits::Limits;
 use crate::cql::{self as cql, Route};
@@ -111,6 +112,8 @@ pub struct ConnRecord {
     pub requests_after_provocation: u32,
     /// OPTIONS requests received framed, after the switch.
     pub framed_options: u32,
+    /// Where the case needs the driver's reads to end at given bytes: how that went.
+    pub reads: ReadBoundaries,
     pub log: Vec<LogEntry>,
     pub log_dropped: usize,
     /// The driver's TCP port (for the capture).
@@ -128,6 +131,16 @@ impl ConnRecord {
             _ => self.turns.push((from_client, bytes.to_vec())),
         }
     }
+}
+
+/// The read boundaries of one connection: writes whose end the driver's reads were made to
+/// follow (see [`delivery`]).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ReadBoundaries {
+    /// Writes after which the driver read every byte before the next write.
+    pub confirmed: u64,
+    /// The first write whose end could not be confirmed; the server stopped waiting there.
+    pub unconfirmed: Option<Boundary>,
 }
 
 /// The injected fault, once written.
@@ -322,12 +335,17 @@ struct Conn {
     version: u8,
     /// Framed responses of the current read, written together by `flush_pending`.
     pending: Vec<(Vec<u8>, bool)>,
+    /// The driver's socket, watched for its reads where the case needs read boundaries: none
+    /// in [`replay`], where nobody reads concurrently, or once a boundary failed or the
+    /// driver closed.
+    reads: Option<std::io::Result<ClientSocket>>,
 }
 
 fn serve(shared: Arc<Shared>, id: usize, stream: TcpStream) {
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
     let mut c = Conn::new(shared.clone(), id, stream);
+    c.reads = Some(ClientSocket::of(&c.stream));
     let mut buf = vec![0u8; 64 * 1024];
     let mut last_read = Instant::now();
     let closed_by = loop {
@@ -417,6 +435,7 @@ impl Conn {
             judge: Judge::for_node(options, MAX_BODY),
             version: 0,
             pending: Vec::new(),
+            reads: None,
         }
     }
 
@@ -939,7 +958,7 @@ impl Conn {
             batch.clear();
             match frames::apply(&fault, &layout, &envelope) {
                 Ok(f) => {
-                    let note = format!("FAULT {:?}: {}", fault.kind, f.note);
+                    let note = format!("FAULT {}: {}", fault.kind, f.note);
                     self.shared.log(self.id, "note", note);
                     let at_ms = self.shared.ms();
                     self.shared.obs.lock().unwrap().fault = Some(FaultRecord {
@@ -967,6 +986,10 @@ impl Conn {
         }
         self.write(&bytes);
         if close {
+            // The driver reads the cut bytes before it learns of the close, on every run.
+            if self.shared.script.chop == 0 {
+                self.confirm_read(self.sent);
+            }
             self.closed = true;
         }
     }
@@ -1000,25 +1023,64 @@ impl Conn {
         self.sent += bytes.len() as u64;
         self.shared.with_conn(self.id, |r| r.record(false, bytes));
         self.judge_bytes(Direction::ServerToClient, bytes);
-        let chop = self.shared.script.chop;
-        let pause = Duration::from_micros(self.shared.script.chop_pause_us);
-        let result = if chop == 0 {
-            self.stream
-                .write_all(bytes)
-                .and_then(|_| self.stream.flush())
-        } else {
-            bytes.chunks(chop).try_for_each(|c| {
-                self.stream.write_all(c)?;
-                self.stream.flush()?;
-                if !pause.is_zero() {
-                    std::thread::sleep(pause);
-                }
-                Ok(())
-            })
+        let chop = match self.shared.script.chop {
+            0 => bytes.len().max(1),
+            n => n,
         };
-        if result.is_err() {
-            self.closed = true;
+        let mut written = self.sent - bytes.len() as u64;
+        for piece in bytes.chunks(chop) {
+            if self.stream.write_all(piece).is_err() {
+                self.closed = true;
+                return;
+            }
+            written += piece.len() as u64;
+            if self.shared.script.chop > 0 {
+                self.confirm_read(written);
+            }
         }
+    }
+
+    /// Waits until the driver has read the `written` bytes written so far (see [`delivery`]),
+    /// and records the boundary. After the first that fails, or once the driver closed, the
+    /// server writes on without waiting: the case is not exercised as written then, or is over.
+    fn confirm_read(&mut self, written: u64) {
+        let Some(watch) = &self.reads else {
+            return;
+        };
+        let boundary = match watch {
+            Ok(socket) => socket.wait_read(written, delivery::BOUND),
+            Err(_) => Boundary::Unobservable,
+        };
+        match boundary {
+            Boundary::Confirmed => {
+                self.shared.with_conn(self.id, |r| r.reads.confirmed += 1);
+                return;
+            }
+            Boundary::Closed => {}
+            failed => {
+                let note = match (failed, watch) {
+                    (_, Err(e)) => format!("the driver's reads cannot be observed here ({e})"),
+                    (
+                        Boundary::Unconfirmed {
+                            written,
+                            received,
+                            unread,
+                        },
+                        _,
+                    ) => format!(
+                        "the driver did not read byte {written} within {} s (its socket had \
+                         received {received} bytes, {unread} of them unread): later writes \
+                         are not held back",
+                        delivery::BOUND.as_secs()
+                    ),
+                    _ => "the driver's reads cannot be observed".to_string(),
+                };
+                self.shared.log(self.id, "note", note);
+                self.shared
+                    .with_conn(self.id, |r| r.reads.unconfirmed = Some(failed));
+            }
+        }
+        self.reads = None;
     }
 }
 

@@ -8,9 +8,10 @@
 pub mod cases;
 pub mod client;
 
+use crate::conformance::adapter::AdapterRun;
 use crate::conformance::cases::Case;
 use crate::conformance::matches;
-use crate::conformance::runner::{AdapterRun, CaseResult};
+use crate::conformance::runner::CaseResult;
 use crate::conformance::server::{ConnRecord, LogEntry, Observations};
 use crate::verdict::{Check, Level, Outcome, Status};
 use serde::Deserialize;
@@ -118,6 +119,7 @@ pub fn probe(
                 seconds: started.elapsed().as_secs_f64(),
                 limit_seconds: 0.0,
                 report: serde_json::json!({ "supported": ctx.supported }),
+                broken: None,
                 stderr_tail: String::new(),
             },
             server: Observations {
