@@ -15,16 +15,8 @@ use crate::envelope::{
 use crate::error::{ErrorKind, FramingError, Part};
 use crate::format::{parse_checksum, Format, FrameSettings};
 use crate::frame_decoder::Frame;
+pub use crate::role::Role;
 use core::fmt;
-
-/// Which end of the connection this is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
-pub enum Role {
-    Client,
-    Server,
-}
 
 /// What a server accepts in STARTUP.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Framing errors: each names the spec rule it breaks and where in the stream it was found.
 
 use crate::checksum::PayloadChecksum;
-use crate::connection::Role;
+use crate::role::Role;
 use thiserror::Error;
 
 /// A violation of the framing rules, found at `offset`: the stream position of the first byte

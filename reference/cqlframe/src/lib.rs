@@ -32,6 +32,7 @@ pub mod format;
 pub mod frame_decoder;
 pub mod header;
 mod lz4_block;
+mod role;
 
 pub use error::{ErrorKind, FramingError, Lz4Fault};
 pub use format::{Format, FrameSettings};
