@@ -12,7 +12,7 @@ mod finding;
 mod judge;
 mod sender;
 
-pub use finding::{sender_rule, Direction, Finding, RuleCount, Tally};
+pub use finding::{Direction, Finding, RuleCount, Tally};
 pub use judge::Judge;
 pub use sender::{SenderChecks, Stats};
 
