@@ -27,6 +27,10 @@ cargo fmt --all --check
 cargo clippy --workspace --all-targets --release -q -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 
+step "reference: no import circle between the modules of a crate (tools/module_graph.py, its crate list)"
+python3 tools/test_module_graph.py
+python3 tools/module_graph.py
+
 step "reference: unit, property and cross-check tests"
 cargo test --workspace --release
 

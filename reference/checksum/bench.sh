@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the checksum benchmarks (benches/checksums.rs) in rounds and prints Markdown tables of the
 # criterion medians: GB/s for payloads (ratio ours/peer), ns per call for CRC-24 headers, and the
-# targets of issue 14 (benches/report.py).
+# targets against the fastest crates (TARGETS in benches/report.py).
 #
 #   reference/checksum/bench.sh [--rounds N] [ARGS]   # run N rounds (default 3), then print
 #   reference/checksum/bench.sh --report              # print the last run's results only

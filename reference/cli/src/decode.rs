@@ -55,6 +55,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 match event {
                     Event::Frame(f) => transcript.frames.push(FrameRecord::of(f)),
                     Event::Envelope(e) => transcript.envelopes.push(EnvelopeRecord::of(&e)),
+                    _ => {}
                 }
             } else if written.is_ok() {
                 written = write_event(&mut out, &event, &mut frames);
@@ -119,6 +120,7 @@ fn write_event(out: &mut impl Write, event: &Event<'_>, frames: &mut usize) -> s
                 h.length,
             )?;
         }
+        _ => {}
     }
     Ok(())
 }

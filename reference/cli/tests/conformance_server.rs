@@ -1,5 +1,5 @@
 //! `cqlframe conformance server` prints what it saw when it is stopped by SIGTERM, as its help
-//! says (issue 18).
+//! says: a run stopped from a shell or by CI still reports.
 
 #![cfg(unix)]
 

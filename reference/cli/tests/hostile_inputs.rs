@@ -1,4 +1,4 @@
-//! The `cqlframe` binary on hostile inputs and a closed output pipe (issue 18): a clean
+//! The `cqlframe` binary on hostile inputs and a closed output pipe: a clean
 //! failure (no panic, no exit 101, a message naming the byte offset) and bounded memory, the
 //! peak resident set of the child process measured by GNU time.
 
@@ -147,7 +147,7 @@ fn check_file(name: &str, bytes: &[u8]) -> (ExitStatus, u64, String, String) {
 
 #[test]
 fn check_reports_a_record_cut_by_the_end_of_the_file_without_allocating_its_claim() {
-    // Issue 18's reproducer: 140 bytes claiming a 200 MB record.
+    // 140 bytes claiming a 200 MB record: a reader that trusted the claim would allocate it.
     let mut f = pcap_header(1);
     for v in [0u32, 0, 200_000_000, 200_000_000] {
         f.extend_from_slice(&v.to_le_bytes());

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Our framing and checksums in the work tree against an earlier commit, on this machine, in rounds:
-# the regression check behind issue 14's "nothing slower than today on AVX2-only CPUs".
+# the check that a change aimed at some CPUs (a wider checksum path, say) leaves nothing slower on
+# the others, AVX2-only ones with --avx2.
 #
 #   reference/cqlframe/benches/against.sh BASE [--avx2] [--rounds N]
 #

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Framing benchmarks, ours against the drivers, in one run (issue 9):
+# Framing benchmarks, ours against the drivers, in one run, judged against the speed targets of
+# report.py:
 #
 #   reference/cqlframe/benches/run.sh [--rounds N]  # set up, measure everything N times (default 3,
 #                                                   # ~7 min each), print the table

@@ -31,6 +31,8 @@ struct Sequence {
 }
 
 impl EnvelopeAssembler {
+    /// An assembler that refuses envelope bodies over `max_body` bytes (RECV-12), before
+    /// buffering them: the limit bounds what a peer can make this end hold.
     pub fn new(max_body: u32) -> Self {
         EnvelopeAssembler {
             max_body,

@@ -5,9 +5,12 @@ use thiserror::Error;
 
 /// Why a CQL body could not be read.
 #[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BodyError {
+    /// The body ends before a length says it should.
     #[error("malformed CQL body: it ends inside a value")]
     Truncated,
+    /// A [string] holds bytes that are not UTF-8.
     #[error("malformed CQL body: a string is not UTF-8")]
     NotUtf8,
 }

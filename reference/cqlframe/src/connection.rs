@@ -15,20 +15,13 @@ use crate::envelope::{
 use crate::error::{ErrorKind, FramingError, Part};
 use crate::format::{parse_checksum, Format, FrameSettings};
 use crate::frame_decoder::Frame;
+pub use crate::role::Role;
 use core::fmt;
-
-/// Which end of the connection this is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
-pub enum Role {
-    Client,
-    Server,
-}
 
 /// What a server accepts in STARTUP.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerOptions {
+    /// Whether STARTUP may ask for `COMPRESSION: lz4`.
     pub lz4: bool,
     /// Payload checksums accepted, or `None` for a server that predates `FRAME_CHECKSUM` and
     /// ignores the key as it ignores every unknown key.
@@ -50,6 +43,7 @@ impl Default for ServerOptions {
 pub struct Negotiated {
     /// Protocol version, without the direction bit.
     pub version: u8,
+    /// What both directions frame with.
     pub settings: FrameSettings,
 }
 
@@ -126,18 +120,25 @@ pub fn requested(options: &[(String, String)]) -> FrameSettings {
 
 /// What the connection reports, in stream order.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum ConnectionEvent<'a> {
     /// An envelope received before the switch to framing, at stream offset `offset`.
     Unframed {
+        /// Stream offset of its first byte.
         offset: u64,
+        /// The envelope.
         envelope: Envelope<'a>,
     },
+    /// A frame received after the switch, verified; before the envelopes it completes.
     Frame(&'a Frame<'a>),
+    /// A whole envelope received after the switch, its version and direction checked.
     Envelope(Envelope<'a>),
     /// An envelope refused on its own (ENV-2, ENV-5): not delivered, the connection goes on.
     /// A server answers it with [`Connection::reject_response`].
     Rejected {
+        /// The envelope, whole.
         envelope: Envelope<'a>,
+        /// Why it is refused.
         error: FramingError,
     },
     /// Server: a request of a protocol version this end does not speak
@@ -145,12 +146,16 @@ pub enum ConnectionEvent<'a> {
     /// answers it with an unframed ERROR naming its versions and may close (the spec's
     /// lifecycle-error section). The client broke no rule: this is how versions are probed.
     Refused {
+        /// Stream offset of its first byte.
         offset: u64,
+        /// The request.
         envelope: Envelope<'a>,
     },
     /// Received bytes from `offset` on are framed with these settings.
     Switched {
+        /// Stream offset of the first framed byte.
         offset: u64,
+        /// The version and settings of the frames from there on.
         negotiated: Negotiated,
     },
 }
@@ -216,6 +221,9 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// A connection at its start, for `role`; a server built so accepts what
+    /// [`ServerOptions::default`] does. Envelope bodies over `max_body` bytes are refused
+    /// (RECV-12); sent envelopes are framed as `policy` says.
     pub fn new(role: Role, max_body: u32, policy: SplitPolicy) -> Self {
         Connection {
             role,
@@ -252,6 +260,7 @@ impl Connection {
         }
     }
 
+    /// Which end this is.
     pub fn role(&self) -> Role {
         self.role
     }
@@ -274,22 +283,25 @@ impl Connection {
         self.advertised_checksums.as_deref()
     }
 
-    /// Feeds received bytes, in any chunking.
-    /// After an error every later call fails too (RECV-11).
-    pub fn receive(
-        &mut self,
-        input: &[u8],
-        on_event: &mut dyn FnMut(ConnectionEvent<'_>) -> Result<(), FramingError>,
-    ) -> Result<(), FramingError> {
+    /// Feeds received bytes, in any chunking; `on_event` is called with each event in stream
+    /// order, and an error it returns stops the connection as a framing error does (the
+    /// crate's [callback style](crate#callbacks)). After an error every later call fails too
+    /// (RECV-11).
+    pub fn receive<F>(&mut self, input: &[u8], mut on_event: F) -> Result<(), FramingError>
+    where
+        F: FnMut(ConnectionEvent<'_>) -> Result<(), FramingError>,
+    {
         if self.failed {
             let offset = self.decoder.as_ref().map_or(self.received, Decoder::offset);
             return Err(FramingError::new(ErrorKind::AfterError, offset));
         }
-        let result = self.receive_bytes(input, on_event);
+        let result = self.receive_bytes(input, &mut on_event);
         self.failed = result.is_err();
         result
     }
 
+    /// Takes the callback as `dyn`: one copy of the handshake code serves every caller, and
+    /// the cost, an indirect call per event, is small beside the event's work.
     fn receive_bytes(
         &mut self,
         input: &[u8],

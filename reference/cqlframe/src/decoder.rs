@@ -8,8 +8,12 @@ use crate::frame_decoder::{Frame, FrameDecoder};
 
 /// What the decoder reports, in stream order: each frame, then the envelopes it completes.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub enum Event<'a> {
+    /// A frame, verified; reported before the envelopes it completes, so that a tool can show
+    /// framing and content in wire order.
     Frame(&'a Frame<'a>),
+    /// An envelope, whole: from one self-contained frame or reassembled from a sequence.
     Envelope(Envelope<'a>),
 }
 
@@ -21,6 +25,8 @@ pub struct Decoder {
 }
 
 impl Decoder {
+    /// A decoder of a stream framed from its first byte, refusing envelope bodies over
+    /// `max_envelope_body` bytes (RECV-12).
     pub fn new(settings: FrameSettings, max_envelope_body: u32) -> Self {
         Self::starting_at(settings, max_envelope_body, 0)
     }
@@ -33,11 +39,14 @@ impl Decoder {
         }
     }
 
+    /// The format and payload checksum this decoder expects.
     pub fn settings(&self) -> FrameSettings {
         self.frames.settings()
     }
 
-    /// Feeds bytes in any chunking; the events are the same for every chunking.
+    /// Feeds bytes in any chunking; the events are the same for every chunking. `on_event` is
+    /// called with each event in stream order, and an error it returns stops decoding (the
+    /// crate's [callback style](crate#callbacks)).
     ///
     /// ```
     /// use cqlframe::checksum::PayloadChecksum;

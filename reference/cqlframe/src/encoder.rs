@@ -49,10 +49,14 @@ impl SplitPolicy {
     }
 }
 
+/// Why the encoder refused what it was asked.
 #[derive(Debug, Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum EncodeError {
+    /// Content longer than a frame's 17-bit length fields can hold.
     #[error("frame content of {0} bytes exceeds 131071 (SEND-1)")]
     ContentTooLong(usize),
+    /// A split capacity under an envelope header (SEND-8) or over the largest payload.
     #[error("split capacity {0} is outside 9..=131071")]
     Capacity(usize),
 }
@@ -69,6 +73,7 @@ pub struct FrameEncoder {
 }
 
 impl FrameEncoder {
+    /// An encoder for a connection that negotiated `settings`, sizing frames by `policy`.
     pub fn new(settings: FrameSettings, policy: SplitPolicy) -> Self {
         FrameEncoder {
             settings,
@@ -78,6 +83,7 @@ impl FrameEncoder {
         }
     }
 
+    /// The format and payload checksum this encoder frames with.
     pub fn settings(&self) -> FrameSettings {
         self.settings
     }

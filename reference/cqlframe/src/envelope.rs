@@ -18,14 +18,18 @@ pub const HEADER_VERSIONS: std::ops::RangeInclusive<u8> = 3..=6;
 pub struct EnvelopeHeader {
     /// Protocol version with the response bit.
     pub version: u8,
+    /// Envelope flags ([`FLAG_COMPRESSION`], [`FLAG_USE_BETA`], ...).
     pub flags: u8,
+    /// Stream id: pairs a response with its request.
     pub stream: i16,
+    /// Opcode byte, kept raw so that an unknown one can be shown ([`Opcode::from_u8`]).
     pub opcode: u8,
     /// Body length; negative values are invalid (ENV-3) but representable.
     pub length: i32,
 }
 
 impl EnvelopeHeader {
+    /// The header's fields from its 9 wire bytes; every byte pattern is a header.
     pub fn parse(b: &[u8; ENVELOPE_HEADER_LEN]) -> Self {
         EnvelopeHeader {
             version: b[0],
@@ -36,6 +40,7 @@ impl EnvelopeHeader {
         }
     }
 
+    /// The header's 9 wire bytes.
     pub fn to_bytes(&self) -> [u8; ENVELOPE_HEADER_LEN] {
         let mut b = [0u8; ENVELOPE_HEADER_LEN];
         b[0] = self.version;
@@ -51,6 +56,7 @@ impl EnvelopeHeader {
         self.version & !RESPONSE_BIT
     }
 
+    /// Whether the version byte carries the response bit: server to client.
     pub fn is_response(&self) -> bool {
         self.version & RESPONSE_BIT != 0
     }
@@ -74,7 +80,9 @@ pub fn starts_like_envelope_header(bytes: &[u8]) -> bool {
 /// An envelope: its header and a body borrowed from a frame or a reassembly buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Envelope<'a> {
+    /// The header, as received.
     pub header: EnvelopeHeader,
+    /// The body: `header.length` bytes.
     pub body: &'a [u8],
 }
 
@@ -102,13 +110,26 @@ pub fn envelope_bytes(version: u8, flags: u8, stream: i16, opcode: Opcode, body:
 
 /// Why bytes are not a run of whole envelopes; `offset` is where the envelope at fault starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SplitError {
+    /// The input ends within an envelope header.
     #[error("input ends inside the envelope header at byte {offset}")]
-    TruncatedHeader { offset: usize },
+    TruncatedHeader {
+        /// Where that envelope starts.
+        offset: usize,
+    },
+    /// An envelope's length field is negative (ENV-3), so where it ends is unknown.
     #[error("the envelope at byte {offset} has a negative body length")]
-    NegativeLength { offset: usize },
+    NegativeLength {
+        /// Where that envelope starts.
+        offset: usize,
+    },
+    /// The input ends within an envelope body.
     #[error("input ends inside the body of the envelope at byte {offset}")]
-    TruncatedBody { offset: usize },
+    TruncatedBody {
+        /// Where that envelope starts.
+        offset: usize,
+    },
 }
 
 impl SplitError {
@@ -144,25 +165,43 @@ pub fn split_envelopes(mut bytes: &[u8]) -> Result<Vec<&[u8]>, SplitError> {
     Ok(out)
 }
 
-/// CQL opcodes (native protocol v4/v5 section 4).
+/// CQL opcodes (native protocol v4/v5 section 4). Non-exhaustive: protocol versions add
+/// opcodes, and [`EnvelopeHeader::opcode`] keeps the raw byte for those this list lacks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum Opcode {
+    /// A response reporting an error, or a server's report of a framing error (ERR-1).
     Error = 0x00,
+    /// The client's choice of version and options; its response switches to framing.
     Startup = 0x01,
+    /// The server accepts the STARTUP.
     Ready = 0x02,
+    /// The server accepts the STARTUP and asks for authentication.
     Authenticate = 0x03,
+    /// The client asks what the server supports.
     Options = 0x05,
+    /// The server's answer to OPTIONS: its compressions, versions and checksums.
     Supported = 0x06,
+    /// A CQL query.
     Query = 0x07,
+    /// The answer to a query, prepare, execute or batch.
     Result = 0x08,
+    /// Prepares a statement.
     Prepare = 0x09,
+    /// Executes a prepared statement.
     Execute = 0x0A,
+    /// Subscribes to server events.
     Register = 0x0B,
+    /// A server event, pushed on stream -1.
     Event = 0x0C,
+    /// Several statements at once.
     Batch = 0x0D,
+    /// The server's authentication challenge.
     AuthChallenge = 0x0E,
+    /// The client's authentication token.
     AuthResponse = 0x0F,
+    /// Authentication done.
     AuthSuccess = 0x10,
 }
 
@@ -186,6 +225,7 @@ impl Opcode {
         Opcode::AuthSuccess,
     ];
 
+    /// The opcode an envelope's opcode byte names, if this list has it.
     pub fn from_u8(code: u8) -> Option<Opcode> {
         Self::ALL.into_iter().find(|op| *op as u8 == code)
     }

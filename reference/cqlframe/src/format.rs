@@ -41,7 +41,9 @@ impl Format {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct FrameSettings {
+    /// Compressed or not: STARTUP's COMPRESSION.
     pub format: Format,
+    /// CRC32 or CRC32C: STARTUP's FRAME_CHECKSUM.
     #[cfg_attr(feature = "serde", serde(with = "checksum_by_name"))]
     pub checksum: PayloadChecksum,
 }
@@ -59,10 +61,12 @@ pub mod checksum_by_name {
     use super::{parse_checksum, PayloadChecksum};
     use serde::{de::Error, Deserialize, Deserializer, Serializer};
 
+    /// Writes the checksum's wire name.
     pub fn serialize<S: Serializer>(c: &PayloadChecksum, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(c.name())
     }
 
+    /// Reads a wire name, in any case (NEG-5).
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PayloadChecksum, D::Error> {
         let name = String::deserialize(d)?;
         parse_checksum(&name).ok_or_else(|| D::Error::custom(format!("unknown checksum {name:?}")))
@@ -70,6 +74,7 @@ pub mod checksum_by_name {
 }
 
 impl FrameSettings {
+    /// Settings of `format` with `checksum`.
     pub const fn new(format: Format, checksum: PayloadChecksum) -> Self {
         FrameSettings { format, checksum }
     }

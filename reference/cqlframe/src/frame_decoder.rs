@@ -20,11 +20,14 @@ use crate::lz4_block::decompress;
 pub struct Frame<'a> {
     /// Stream offset of the frame's first header byte.
     pub offset: u64,
+    /// The frame header, its CRC24 verified.
     pub header: FrameHeader,
+    /// The payload as on the wire: the LZ4 block for a compressed frame.
     #[cfg_attr(feature = "serde", serde(skip))]
     pub payload: &'a [u8],
     /// The payload checksum from the trailer (verified).
     pub payload_checksum: u32,
+    /// What the frame carries: envelopes or pieces of one.
     #[cfg_attr(feature = "serde", serde(skip))]
     pub content: &'a [u8],
 }
@@ -45,6 +48,7 @@ pub struct FrameDecoder {
 }
 
 impl FrameDecoder {
+    /// A decoder of a stream that is framed from its first byte.
     pub fn new(settings: FrameSettings) -> Self {
         Self::starting_at(settings, 0)
     }
@@ -61,6 +65,7 @@ impl FrameDecoder {
         }
     }
 
+    /// The format and payload checksum this decoder expects.
     pub fn settings(&self) -> FrameSettings {
         self.settings
     }

@@ -22,11 +22,13 @@ const LENGTH_MASK: u64 = 0x1_FFFF;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct FrameHeader {
+    /// Which layout: 6 bytes uncompressed, 8 LZ4.
     pub format: Format,
     /// Payload bytes on the wire (the compressed length for LZ4).
     pub payload_length: u32,
     /// LZ4 only: length of the content after decompression; 0 means stored (LZ4-2).
     pub uncompressed_length: u32,
+    /// Whether the payload holds whole envelopes (FMT-4) or a piece of one, in a sequence.
     pub self_contained: bool,
     /// The CRC32C checksum bit (FMT-5, FMT-9).
     pub checksum_bit: bool,

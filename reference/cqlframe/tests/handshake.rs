@@ -25,7 +25,7 @@ struct Seen {
 }
 
 fn receive(conn: &mut Connection, bytes: &[u8], seen: &mut Seen) -> Result<(), FramingError> {
-    conn.receive(bytes, &mut |event| {
+    conn.receive(bytes, |event| {
         match event {
             ConnectionEvent::Unframed { envelope, .. } => {
                 seen.envelopes
@@ -42,7 +42,7 @@ fn receive(conn: &mut Connection, bytes: &[u8], seen: &mut Seen) -> Result<(), F
             ConnectionEvent::Refused { envelope, .. } => {
                 seen.refused.push(envelope.header.protocol_version())
             }
-            ConnectionEvent::Frame(_) => {}
+            _ => {}
         }
         Ok(())
     })
@@ -201,7 +201,7 @@ fn v6_beta_needs_use_beta() {
     let mut srv = server();
     let mut seen = Seen::default();
     let mut refused = None;
-    srv.receive(&startup(6, 0, &[]), &mut |event| {
+    srv.receive(&startup(6, 0, &[]), |event| {
         if let ConnectionEvent::Rejected { envelope, error } = event {
             refused = Some((envelope.header, error));
         }
@@ -416,7 +416,7 @@ fn framed_envelope_version_is_checked() {
     let answer = srv.reject_response(&refused, &error);
     let mut answered = Vec::new();
     client
-        .receive(&answer, &mut |event| {
+        .receive(&answer, |event| {
             if let ConnectionEvent::Envelope(e) = event {
                 answered.push((e.header.version, e.header.stream, e.header.opcode));
             }
@@ -452,7 +452,7 @@ fn envelope_compression_flag_ignored_and_never_sent() {
     );
     let mut flags = Vec::new();
     client
-        .receive(&answer, &mut |event| {
+        .receive(&answer, |event| {
             if let ConnectionEvent::Envelope(e) = event {
                 flags.push(e.header.flags);
             }
@@ -504,7 +504,7 @@ fn server_error_response_is_framed_protocol_error() {
     let response = srv.error_response(&err);
     let mut seen = Vec::new();
     client
-        .receive(&response, &mut |event| {
+        .receive(&response, |event| {
             if let ConnectionEvent::Envelope(e) = event {
                 seen.push((
                     e.header.stream,

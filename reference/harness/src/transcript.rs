@@ -97,6 +97,7 @@ impl Transcript {
                 match event {
                     Event::Frame(frame) => t.frames.push(FrameRecord::of(frame)),
                     Event::Envelope(envelope) => t.envelopes.push(EnvelopeRecord::of(&envelope)),
+                    _ => {}
                 }
                 Ok(())
             });

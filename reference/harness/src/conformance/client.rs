@@ -125,7 +125,7 @@ impl Client {
             };
             let inbox = &mut self.inbox;
             self.conn
-                .receive(&buf[..n], &mut |event| {
+                .receive(&buf[..n], |event| {
                     match event {
                         ConnectionEvent::Unframed { envelope, .. }
                         | ConnectionEvent::Envelope(envelope) => {

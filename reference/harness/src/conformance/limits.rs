@@ -1,4 +1,5 @@
-//! What the conformance server takes on at most (issue 18). Past each limit it refuses
+//! What the conformance server takes on at most, so that a broken or hostile driver cannot exhaust
+//! the machine that runs the suite. Past each limit it refuses
 //! politely: an orderly close (FIN, never a reset), the reason in the connection's log and
 //! `closed_by`, or in [`Observations::refused_connections`](super::server::Observations) for a
 //! connection closed on accept.

@@ -543,7 +543,7 @@ impl Conn {
         let mut frame_lines = Vec::new();
         let mut switched = None;
         let mut rejected = Vec::new();
-        let result = self.conn.receive(data, &mut |event| {
+        let result = self.conn.receive(data, |event| {
             match event {
                 // Refused before the Connection sees it (`refuse_version`), with the script's
                 // versions.
@@ -569,6 +569,7 @@ impl Conn {
                 ConnectionEvent::Switched { offset, negotiated } => {
                     switched = Some((offset, negotiated));
                 }
+                _ => {}
             }
             Ok(())
         });
@@ -1001,9 +1002,8 @@ impl Conn {
             if !self.mirror_failed {
                 let mut lines = Vec::new();
                 let r = mirror.decode(bytes, |event| {
-                    match event {
-                        Event::Frame(f) => lines.push(super::report::frame_line(f)),
-                        Event::Envelope(_) => {}
+                    if let Event::Frame(f) = event {
+                        lines.push(super::report::frame_line(f));
                     }
                     Ok(())
                 });

@@ -298,7 +298,7 @@ impl Probe {
             self.judge_bytes(Direction::ServerToClient, &buf[..n]);
             let inbox = &mut self.inbox;
             let mut lines = Vec::new();
-            let r = self.conn.receive(&buf[..n], &mut |event| {
+            let r = self.conn.receive(&buf[..n], |event| {
                 match event {
                     ConnectionEvent::Unframed { envelope, .. }
                     | ConnectionEvent::Refused { envelope, .. } => {
@@ -316,6 +316,7 @@ impl Probe {
                     ConnectionEvent::Switched { offset, negotiated } => {
                         lines.push(format!("switch at byte {offset}: {negotiated}"))
                     }
+                    _ => {}
                 }
                 Ok(())
             });

@@ -2,8 +2,6 @@
 //! entry per rule with its count and first offset), which is what the reports print.
 
 use crate::verdict::{Check, Level, Status};
-use cqlframe::checksum::PayloadChecksum;
-use cqlframe::error::ErrorKind;
 use cqlframe::FramingError;
 use serde::Serialize;
 
@@ -92,7 +90,7 @@ impl Finding {
     /// A framing error the receiver found: fatal for a stream error, not for an envelope
     /// refused on its own (ENV-2, ENV-5).
     pub fn error(e: &FramingError, direction: Direction, fatal: bool) -> Self {
-        let sender = sender_rule(&e.kind);
+        let sender = e.kind.sender_rule();
         Finding {
             rule: e.rule(),
             sender_rule: (sender != e.rule()).then_some(sender),
@@ -108,40 +106,6 @@ impl Finding {
     /// The rule the sender broke.
     pub fn broken_by_sender(&self) -> &'static str {
         self.sender_rule.unwrap_or(self.rule)
-    }
-}
-
-/// The sender rule behind what a receiver reports as `kind`.
-pub fn sender_rule(kind: &ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::HeaderCrcMismatch {
-            unframed_envelope: true,
-            ..
-        } => "LIFE-4",
-        ErrorKind::HeaderCrcMismatch { .. } => "CRC-1",
-        ErrorKind::ChecksumBitMismatch { .. } => "FMT-13",
-        ErrorKind::PayloadChecksumMismatch { algorithm, .. } => match algorithm {
-            PayloadChecksum::Crc32 => "CRC-2",
-            _ => "CRC-3",
-        },
-        ErrorKind::Lz4Malformed { .. } | ErrorKind::Lz4LengthMismatch { .. } => "LZ4-1",
-        ErrorKind::Lz4EndOfBlock { .. } => "LZ4-5",
-        ErrorKind::PartialEnvelope { .. } => "SEND-2",
-        ErrorKind::SequenceOvershoot { .. } => "SEND-3",
-        ErrorKind::SequenceInterrupted => "SEND-5",
-        ErrorKind::EmptyContinuation => "SEND-6",
-        ErrorKind::UnsupportedChecksum { .. } => "NEG-4",
-        ErrorKind::Truncated { .. }
-        | ErrorKind::EnvelopeTooLarge { .. }
-        | ErrorKind::NegativeEnvelopeLength { .. }
-        | ErrorKind::UnexpectedVersion { .. }
-        | ErrorKind::MissingBetaFlag
-        | ErrorKind::NotAnEnvelope { .. }
-        | ErrorKind::SentBeforeStartupResponse
-        | ErrorKind::UnpairedResponse { .. }
-        | ErrorKind::UnsupportedCompression { .. }
-        | ErrorKind::RepeatedOption { .. }
-        | ErrorKind::AfterError => kind.rule(),
     }
 }
 

@@ -283,7 +283,7 @@ impl Judge {
         let mut frame_at = 0;
         // Whether the receiver has switched: a refused envelope is unframed before that.
         let mut framed = receiver.negotiated().is_some();
-        let result = receiver.receive(bytes, &mut |event| {
+        let result = receiver.receive(bytes, |event| {
             match event {
                 // A version probe: the server answers it with its refusal; no rule is broken.
                 ConnectionEvent::Refused { envelope, .. } => {
@@ -350,6 +350,7 @@ impl Judge {
                     framed = true;
                     negotiated.get_or_insert(n);
                 }
+                _ => {}
             }
             Ok(())
         });
@@ -387,7 +388,7 @@ impl Judge {
         self.known = Some(options.clone());
         if let Some(replay) = &self.replay {
             let mut server = Connection::server(options, self.max_body, SplitPolicy::SERVER);
-            let _ = server.receive(replay, &mut |_| Ok(()));
+            let _ = server.receive(replay, |_| Ok(()));
             self.server = server;
         }
     }
@@ -418,6 +419,7 @@ impl Judge {
                     }
                     checks.envelope(&e, frame_at, out);
                 }
+                _ => {}
             }
             Ok(())
         });

@@ -4,7 +4,9 @@
 //! the tools only report what it decides; the Wireshark dissector is tested against it.
 //!
 //! - [`Judge`]: one connection, both directions, bytes in and [`Finding`]s out. What a
-//!   receiver refuses comes from the reference's own [`cqlframe::connection::Connection`];
+//!   receiver refuses comes from the reference's own [`cqlframe::connection::Connection`],
+//!   the rule it broke and the sender's rule behind it from the error's kind, where a kind added
+//!   must name both ([`cqlframe::ErrorKind::rule`], [`cqlframe::ErrorKind::sender_rule`]);
 //!   sender rules that no receiver enforces from [`SenderChecks`]; NEG-4 from the handshake.
 //! - [`Tally`]: a connection's findings, one entry per rule with its count and first offset.
 
@@ -12,7 +14,7 @@ mod finding;
 mod judge;
 mod sender;
 
-pub use finding::{sender_rule, Direction, Finding, RuleCount, Tally};
+pub use finding::{Direction, Finding, RuleCount, Tally};
 pub use judge::Judge;
 pub use sender::{SenderChecks, Stats};
 

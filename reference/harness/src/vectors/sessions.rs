@@ -158,7 +158,7 @@ impl Side {
             chunks.push(&[]);
         }
         for chunk in chunks {
-            let result = conn.receive(chunk, &mut |event| {
+            let result = conn.receive(chunk, |event| {
                 match event {
                     ConnectionEvent::Unframed { envelope, .. }
                     | ConnectionEvent::Refused { envelope, .. } => {
@@ -180,6 +180,7 @@ impl Side {
                     ConnectionEvent::Switched { offset, negotiated } => {
                         self.switched(offset, negotiated)
                     }
+                    _ => {}
                 }
                 Ok(())
             });
@@ -263,7 +264,7 @@ impl Script {
             .send(&refs, &mut self.c2s)
             .expect("reference client sends");
         self.server
-            .receive(&self.c2s[start..], &mut |_| Ok(()))
+            .receive(&self.c2s[start..], |_| Ok(()))
             .expect("reference server accepts");
         if let Some((stream, ..)) = bodies.iter().find(|(_, op, _)| *op == Opcode::Startup) {
             if self.version >= 5 {
@@ -286,7 +287,7 @@ impl Script {
             .send(&[&e], &mut self.s2c)
             .expect("reference server sends");
         self.client
-            .receive(&self.s2c[start..], &mut |_| Ok(()))
+            .receive(&self.s2c[start..], |_| Ok(()))
             .expect("reference client accepts");
         if startup_response {
             self.server_switch = Some(self.s2c.len());
@@ -749,7 +750,7 @@ impl Taken<'_> {
 fn fault_report(client: &[u8]) -> Vec<u8> {
     let mut server = Connection::server(ServerOptions::default(), MAX_BODY, SplitPolicy::SERVER);
     let error = server
-        .receive(client, &mut |_| Ok(()))
+        .receive(client, |_| Ok(()))
         .expect_err("the client's bytes hold a framing error");
     server.error_response(&error)
 }
@@ -769,12 +770,12 @@ fn wrong_version_envelope(startup: &[u8], ready: &[u8]) -> Session {
     let mut server = Connection::server(options.clone(), MAX_BODY, SplitPolicy::SERVER);
     let mut wire = Vec::new();
     server
-        .receive(startup, &mut |_| Ok(()))
+        .receive(startup, |_| Ok(()))
         .expect("reference server accepts STARTUP");
     server.send(&[ready], &mut wire).expect("READY sent");
     let mut refused = Vec::new();
     server
-        .receive(&client[startup.len()..], &mut |event| {
+        .receive(&client[startup.len()..], |event| {
             if let ConnectionEvent::Rejected { envelope, error } = event {
                 refused.push((envelope.header, error));
             }

@@ -46,7 +46,7 @@ fn assert_error_at(result: Result<Vec<Vec<u8>>, String>, offset: usize, what: &s
 
 #[test]
 fn a_record_claiming_more_than_the_file_holds_is_reported_not_allocated() {
-    // The reproducer of issue 18: a 200 MB record in a 140-byte file.
+    // A 200 MB record claimed in a 140-byte file: the claim must not be allocated.
     let mut f = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
     f.extend_from_slice(&[0; 8]);
     f.extend_from_slice(&65535u32.to_le_bytes());
@@ -103,7 +103,7 @@ fn a_file_cut_anywhere_is_an_error_unless_cut_between_records() {
             }
         }
     }
-    // `head -c 200` of a vector capture, as in issue 18.
+    // `head -c 200` of a vector capture: a file cut short, as a failed copy leaves it.
     assert_error_at(read_all(&whole[..200]).0, 200, "head -c 200");
 }
 
