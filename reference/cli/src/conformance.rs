@@ -11,6 +11,7 @@ use clap::{Args as ClapArgs, Subcommand};
 use cqlframe_harness::conformance::{
     cases, client, contract, diff, load, matches, report, runner, server,
 };
+use cqlframe_harness::output::{self, Versioned};
 use cqlframe_harness::verdict::Outcome;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use std::io::Write;
@@ -33,7 +34,7 @@ enum Sub {
     /// Run the suite (the default).
     Run(RunArgs),
     /// Run the server of one case until SIGTERM or SIGINT (or for --seconds), then print what
-    /// it saw.
+    /// it saw as one JSON document (schemas/observations.schema.json).
     Server(ServerArgs),
     /// The reference adapter: a client-role Connection running one case's workload.
     Client(client::ClientOptions),
@@ -169,10 +170,14 @@ fn run_server(args: ServerArgs) -> Result<(), Failure> {
         std::thread::sleep(Duration::from_millis(50));
     }
     let obs = server.stop(Duration::ZERO);
+    let document = Versioned {
+        format: output::OBSERVATIONS,
+        document: &obs,
+    };
     writeln!(
         std::io::stdout(),
         "{}",
-        serde_json::to_string_pretty(&obs).expect("serialisable")
+        serde_json::to_string_pretty(&document).expect("serialisable")
     )?;
     Ok(())
 }

@@ -72,7 +72,8 @@ pub fn error_json(error: Option<&FramingError>) -> Value {
     json!({ "rule": e.rule(), "kind": e.kind.name(), "offset": e.offset, "detail": detail })
 }
 
-/// A transcript in the manifest's `expected` layout (also `cqlframe decode --json`).
+/// A transcript in the manifest's `expected` layout (`cqlframe decode --json` has its own, with
+/// every byte string whole: schemas/decode.schema.json).
 pub fn transcript_json(t: &Transcript) -> Value {
     json!({
         "frames": t.frames.iter().map(frame_json).collect::<Vec<_>>(),
