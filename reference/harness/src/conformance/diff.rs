@@ -2,6 +2,7 @@
 //! driver and case. A regression is an outcome getting worse in [`Outcome`]'s order (PASS,
 //! INFORMATIONAL, UNSUPPORTED, NON-STRICT, FAIL); a driver's CI fails only on those.
 
+use crate::output;
 use crate::verdict::Outcome;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -20,6 +21,10 @@ struct Result {
 
 #[derive(Deserialize)]
 struct Report {
+    /// The layout's version; absent in a report written before it had one (a driver's CI may
+    /// keep such a baseline), whose results read the same.
+    #[serde(default)]
+    format: Option<u32>,
     results: Vec<Result>,
 }
 
@@ -66,8 +71,16 @@ fn outcomes(report: Report) -> BTreeMap<(String, String), (Outcome, String)> {
 
 fn read(path: &Path) -> std::result::Result<Report, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text)
-        .map_err(|e| format!("{}: not a conformance report.json ({e})", path.display()))
+    let report: Report = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: not a conformance report.json ({e})", path.display()))?;
+    match report.format {
+        Some(v) if v > output::REPORT => Err(format!(
+            "{}: report.json of format {v}, newer than this cqlframe reads ({}; see schemas/CHANGELOG.md)",
+            path.display(),
+            output::REPORT
+        )),
+        _ => Ok(report),
+    }
 }
 
 /// Compares two runs.
@@ -202,6 +215,31 @@ mod tests {
         std::fs::write(&bad, "{\"results\": 3}").unwrap();
         let e = compare(&bad, &bad).unwrap_err();
         assert!(e.contains("bad.json: not a conformance report.json"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_report_of_a_later_format_is_refused_and_one_without_format_read() {
+        let dir = std::env::temp_dir().join(format!("cqlframe-diff-format-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let results = r#""results": [{"driver": "d", "case": "a", "outcome": "PASS"}]"#;
+        let unversioned = dir.join("unversioned.json");
+        std::fs::write(&unversioned, format!("{{{results}}}")).unwrap();
+        let current = dir.join("current.json");
+        std::fs::write(
+            &current,
+            format!(r#"{{"format": {}, {results}}}"#, output::REPORT),
+        )
+        .unwrap();
+        let later = dir.join("later.json");
+        let next = output::REPORT + 1;
+        std::fs::write(&later, format!(r#"{{"format": {next}, {results}}}"#)).unwrap();
+        assert_eq!(compare(&unversioned, &current).unwrap().unchanged, 1);
+        let e = compare(&current, &later).unwrap_err();
+        assert!(
+            e.contains(&format!("later.json: report.json of format {next}")),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
