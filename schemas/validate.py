@@ -171,12 +171,14 @@ def probe_the_conformance_server(binary, docs, workdir):
     finally:
         server.send_signal(signal.SIGTERM)
         out, err = server.communicate(timeout=60)
-    start = out.find("\n{")
-    if server.returncode != 0 or start < 0:
+    # The document is what follows the text lines (some of them already read above).
+    start = re.search(r"^\{", out, re.M)
+    if server.returncode != 0 or start is None:
         docs.report(False, "observations: conformance server --case %s" % PROBED_CASE,
                     ["exit %s, no JSON document: %s" % (server.returncode, err.strip()[-500:])])
         return
-    docs.validate("observations", "conformance server --case %s, probed" % PROBED_CASE, out[start:])
+    docs.validate("observations", "conformance server --case %s, probed" % PROBED_CASE,
+                  out[start.start():])
 
 
 def conformance_run(binary, docs, workdir):
@@ -256,8 +258,11 @@ def broken_copies(kept):
     broken("decode", "payload in uppercase hex", decode,
            lambda d: d["frames"][0].__setitem__("payload", "AB"))
     broken("decode", "error without offset", decode_error, lambda d: d["error"].pop("offset"))
-    broken("decode", "unknown error kind", decode_error,
-           lambda d: d["error"]["kind"].__setitem__("kind", "oops"))
+    broken("decode", "unknown error kind", decode_error, lambda d: d["error"].__setitem__("kind", "oops"))
+    broken("decode", "error detail field renamed", decode_error,
+           lambda d: d["error"].__setitem__("detail", {"x" + k: v for k, v in d["error"]["detail"].items()}
+                                            or {"extra": 1}))
+    broken("decode", "error without its rule", decode_error, lambda d: d["error"].pop("rule"))
     broken("decode", "no format", decode, lambda d: d.pop("format"))
     broken("observations", "a connection's log renamed wire_log", observations,
            lambda d: rename(d["connections"][0], "log", "wire_log"))
