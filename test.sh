@@ -71,6 +71,9 @@ CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 wireshark/tests/check_
 step "one judge: cqlframe check on every capture of that run reports what the conformance server's rules engine recorded for the driver's bytes"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 conformance/test_one_judge.py build/conformance
 
+step "schemas: every JSON document cqlframe writes matches its schema in schemas/ and carries its format version (check --json and --json-lines on every vector capture and on that run's captures, decode --json on every frames vector, a probe of the conformance server and the observations it prints, a reference conformance run's and that run's report.json); copies with a field renamed or removed are rejected"
+CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 schemas/validate.py build/conformance
+
 step "conformance: the CRC32C opt-in of the Python and Java adapters (conformance/drivers-crc32c): negotiation and CRC32C cases PASS, connections framed with the offered checksum"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" conformance/drivers-crc32c/test.sh
 

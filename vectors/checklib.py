@@ -1,6 +1,7 @@
-"""What the check scripts of vectors/ share (test_pcaps.py, validate_manifest.py, crosscheck.py):
-the cqlframe binary, a pass/fail tally with the `NAME: N passed, M failed` last line, and the
-first differing byte of two byte strings. Python 3.11 standard library only.
+"""What the check scripts of vectors/ (and those of conformance/ and schemas/ that import it)
+share: the cqlframe binary, the venv with jsonschema, a pass/fail tally with the `NAME: N passed,
+M failed` last line, and the first differing byte of two byte strings. Python 3.11 standard
+library only.
 """
 
 import os
@@ -9,6 +10,24 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+JSONSCHEMA_PYTHON = ROOT / ".cache/venv/vectors/bin/python"
+
+
+def run_with_jsonschema(script):
+    """Returns when jsonschema imports; otherwise builds the venv .cache/venv/vectors (jsonschema
+    pinned in vectors/requirements.txt; vectors/setup.sh is idempotent and quiet when it is
+    ready) and re-executes `script` (a path) with its Python and the same arguments."""
+    try:
+        import jsonschema  # noqa: F401
+        return
+    except ImportError:
+        pass
+    if os.environ.get("CQLFRAME_VECTORS_VENV") == "1":
+        sys.exit("%s: jsonschema missing even in %s" % (Path(script).name, JSONSCHEMA_PYTHON))
+    subprocess.run([str(ROOT / "vectors/setup.sh")], check=True)
+    os.environ["CQLFRAME_VECTORS_VENV"] = "1"
+    script = str(Path(script).resolve())
+    os.execv(str(JSONSCHEMA_PYTHON), [str(JSONSCHEMA_PYTHON), script] + sys.argv[1:])
 
 
 def cqlframe_binary(script):

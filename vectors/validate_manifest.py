@@ -21,25 +21,15 @@ Last line: schema: N passed, M failed
 import argparse
 import copy
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
-from checklib import Tally
+from checklib import Tally, run_with_jsonschema
+
+run_with_jsonschema(__file__)
+import jsonschema  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-VENV_PYTHON = ROOT / ".cache/venv/vectors/bin/python"
-
-try:
-    import jsonschema
-except ImportError:
-    if os.environ.get("CQLFRAME_VECTORS_VENV") == "1":
-        sys.exit("validate_manifest: jsonschema missing even in %s" % VENV_PYTHON)
-    subprocess.run([str(HERE / "setup.sh")], check=True)
-    os.environ["CQLFRAME_VECTORS_VENV"] = "1"
-    os.execv(str(VENV_PYTHON), [str(VENV_PYTHON), str(Path(__file__).resolve())] + sys.argv[1:])
 
 
 def first_case(manifest, predicate):

@@ -4,10 +4,12 @@
 use crate::Failure;
 use clap::Args as ClapArgs;
 use cqlframe::assembler::DEFAULT_MAX_ENVELOPE_BODY;
-use cqlframe_harness::check::{summary_text, Checker, ConnSummary};
+use cqlframe_harness::check::{summary_text, Checker, ConnSummary, Totals};
+use cqlframe_harness::output;
 use cqlframe_harness::pcap::{generate, read::Reader};
+use serde_json::{json, Value};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Check every CQL connection of a capture (pcap or pcapng) against the framing rules.
@@ -17,6 +19,12 @@ use std::time::Instant;
 /// MUST-level rule is broken (SHOULD-level findings are listed but do not fail); 3 when the
 /// capture is corrupt or cut short (what came before is still checked and reported) or when
 /// every packet is on a link type this command does not decode (nothing was checked).
+///
+/// Machine-readable output, each versioned by its `format` field and described by a JSON Schema
+/// in schemas/: --json writes one document at the end (schemas/check.schema.json), its memory
+/// growing with the connections; --json-lines streams one JSON object per line as connections
+/// close, in bounded memory (schemas/check-line.schema.json): a `finding` line per rule broken
+/// per direction, then that connection's `connection` line, and a `totals` line at the end.
 #[derive(ClapArgs)]
 pub struct Args {
     /// The capture file.
@@ -25,9 +33,13 @@ pub struct Args {
     /// Server ports of CQL connections (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "9042")]
     port: Vec<u16>,
-    /// One JSON document on stdout instead of text.
-    #[arg(long)]
+    /// One JSON document on stdout instead of text (schemas/check.schema.json).
+    #[arg(long, conflicts_with = "json_lines")]
     json: bool,
+    /// One JSON object per line on stdout as connections close, for large captures: findings,
+    /// connection summaries, then the totals (schemas/check-line.schema.json).
+    #[arg(long)]
+    json_lines: bool,
     /// Text output: violations and the totals only, no per-connection summaries.
     #[arg(long)]
     quiet: bool,
@@ -76,14 +88,21 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut summaries: Vec<ConnSummary> = Vec::new();
     let json = args.json;
+    let json_lines = args.json_lines;
     let quiet = args.quiet;
     let mut io_error = None;
     let mut capture_error = None;
     {
         let mut done = |c: ConnSummary| {
-            if json {
+            let written = if json {
                 summaries.push(c);
-            } else if let Err(e) = out.write_all(summary_text(&c, quiet).as_bytes()) {
+                Ok(())
+            } else if json_lines {
+                write_connection_lines(&mut out, c)
+            } else {
+                out.write_all(summary_text(&c, quiet).as_bytes())
+            };
+            if let Err(e) = written {
                 io_error.get_or_insert(e);
             }
         };
@@ -116,19 +135,17 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let t = &checker.totals;
     if json {
         summaries.sort_by_key(|c| c.id);
-        let doc = serde_json::json!({
-            "tool": "cqlframe check",
-            "capture": path.display().to_string(),
-            "ports": args.port,
-            "totals": t,
-            "connections": summaries,
-            "capture_error": capture_error,
-        });
+        let mut doc = run_json(&path, &args.port, t, capture_error.as_deref());
+        doc.insert("format".into(), json!(output::CHECK));
+        doc.insert("connections".into(), json!(summaries));
         writeln!(
             out,
             "{}",
             serde_json::to_string_pretty(&doc).expect("serialisable")
         )?;
+    } else if json_lines {
+        let run = run_json(&path, &args.port, t, capture_error.as_deref());
+        write_line(&mut out, "totals", run)?;
     } else {
         writeln!(
             out,
@@ -171,4 +188,54 @@ pub fn run(args: Args) -> Result<(), Failure> {
         return Err(Failure::Rule);
     }
     Ok(())
+}
+
+/// What the JSON of a run says besides its connections: the capture, the ports and the totals.
+fn run_json(
+    path: &Path,
+    ports: &[u16],
+    totals: &Totals,
+    capture_error: Option<&str>,
+) -> serde_json::Map<String, Value> {
+    let Value::Object(map) = json!({
+        "tool": "cqlframe check",
+        "capture": path.display().to_string(),
+        "ports": ports,
+        "totals": totals,
+        "capture_error": capture_error,
+    }) else {
+        unreachable!("an object literal")
+    };
+    map
+}
+
+/// A closed connection as --json-lines writes it: a `finding` line per rule broken per
+/// direction (the entries of the connection's `rules` in --json), then the `connection` line,
+/// the summary without those entries.
+fn write_connection_lines(out: &mut impl Write, c: ConnSummary) -> std::io::Result<()> {
+    for v in &c.rules {
+        write_line(out, "finding", object(v))?;
+    }
+    let mut summary = object(&c);
+    summary.remove("rules");
+    write_line(out, "connection", summary)
+}
+
+fn object(value: &impl serde::Serialize) -> serde_json::Map<String, Value> {
+    match serde_json::to_value(value).expect("serialisable") {
+        Value::Object(map) => map,
+        other => unreachable!("a struct serialises to an object, not {other}"),
+    }
+}
+
+/// One line of --json-lines: `fields` with the line's `format` version and `type`.
+fn write_line(
+    out: &mut impl Write,
+    kind: &str,
+    mut fields: serde_json::Map<String, Value>,
+) -> std::io::Result<()> {
+    fields.insert("format".into(), json!(output::CHECK_LINE));
+    fields.insert("type".into(), json!(kind));
+    serde_json::to_writer(&mut *out, &fields)?;
+    out.write_all(b"\n")
 }

@@ -12,6 +12,7 @@ use clap::{Args as ClapArgs, Subcommand};
 use cqlframe_harness::conformance::adapter::{self, SelfCheck};
 use cqlframe_harness::conformance::expectations::{self, Expectations};
 use cqlframe_harness::conformance::{cases, client, diff, load, matches, report, runner, server};
+use cqlframe_harness::output::{self, Versioned};
 use cqlframe_harness::verdict::Outcome;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use std::io::Write;
@@ -34,7 +35,7 @@ enum Sub {
     /// Run the suite (the default).
     Run(RunArgs),
     /// Run the server of one case until SIGTERM or SIGINT (or for --seconds), then print what
-    /// it saw.
+    /// it saw as one JSON document (schemas/observations.schema.json).
     Server(ServerArgs),
     /// The reference adapter: a client-role Connection running one case's workload.
     Client(client::ClientOptions),
@@ -172,6 +173,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 .collect();
             if l.json {
                 let doc = serde_json::json!({
+                    "format": output::CATALOGUE,
                     "catalogue": catalogue.digest,
                     "cases": chosen,
                 });
@@ -245,10 +247,14 @@ fn run_server(args: ServerArgs) -> Result<(), Failure> {
         std::thread::sleep(Duration::from_millis(50));
     }
     let obs = server.stop(Duration::ZERO);
+    let document = Versioned {
+        format: output::OBSERVATIONS,
+        document: &obs,
+    };
     writeln!(
         std::io::stdout(),
         "{}",
-        serde_json::to_string_pretty(&obs).expect("serialisable")
+        serde_json::to_string_pretty(&document).expect("serialisable")
     )?;
     Ok(())
 }

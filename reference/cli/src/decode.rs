@@ -13,6 +13,7 @@ use cqlframe::decoder::{Decoder, Event};
 use cqlframe::envelope::{opcode_name, RESPONSE_BIT};
 use cqlframe::error::FramingError;
 use cqlframe::format::Format;
+use cqlframe_harness::output::{self, Versioned};
 use cqlframe_harness::transcript::{EnvelopeRecord, FrameRecord, Transcript};
 use std::io::{Read, Write};
 
@@ -27,7 +28,8 @@ pub struct Args {
     /// Largest envelope body accepted (RECV-12).
     #[arg(long, default_value_t = DEFAULT_MAX_ENVELOPE_BODY)]
     max_envelope_body: u32,
-    /// Print JSON instead of text.
+    /// Print one JSON document instead of text (schemas/decode.schema.json; its `format` field
+    /// is the document's version).
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -68,7 +70,11 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let failed = error.is_some();
     if args.json {
         transcript.error = error;
-        serde_json::to_writer_pretty(&mut out, &transcript).map_err(std::io::Error::from)?;
+        let document = Versioned {
+            format: output::DECODE,
+            document: &transcript,
+        };
+        serde_json::to_writer_pretty(&mut out, &document).map_err(std::io::Error::from)?;
         writeln!(out)?;
     } else if let Some(err) = &error {
         write_error(&mut out, err)?;

@@ -199,6 +199,111 @@ fn check_memory_stays_flat_on_a_large_capture() {
     assert!(peak < 32 * MIB, "96 MiB capture, peak {peak}");
 }
 
+/// Vector captures whose connections break rules (MUST and SHOULD), small enough that a
+/// capture generated from them holds tens of thousands of connections.
+const CAPTURES_WITH_FINDINGS: &str = "vectors/pcap/session.unframed-after-switch.pcap,\
+    vectors/pcap/session.lz4-compression-flag.pcap,\
+    vectors/pcap/session.crc32c-asked-of-old-server.pcap,\
+    vectors/pcap/session.pipelined-after-orphaned-startup.pcap,\
+    vectors/pcap/session.server-takes-unlisted-checksum.pcap,\
+    vectors/pcap/session.wrong-version-envelope.pcap";
+
+/// A capture of about `megabytes` MiB repeating [`CAPTURES_WITH_FINDINGS`] as new connections.
+fn generate_with_findings(name: &str, megabytes: u32) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("cqlframe-{}-{name}", std::process::id()));
+    let generate = |c: &mut Command| {
+        c.args(["check", "--generate"])
+            .arg(&path)
+            .args(["--megabytes", &megabytes.to_string(), "--from"])
+            .arg(CAPTURES_WITH_FINDINGS);
+    };
+    let (status, _, _, err) = run(generate, |_| Ok(()));
+    assert!(status.success(), "{err}");
+    path
+}
+
+#[test]
+fn check_json_lines_streams_a_large_capture_in_bounded_memory() {
+    // 96 MiB of connections of about a kilobyte each, every one with findings: --json would
+    // hold all their summaries until the end; --json-lines writes each as it closes.
+    let path = generate_with_findings("lines.pcap", 96);
+    let check = |c: &mut Command| {
+        c.args(["check", "--json-lines", "--no-progress"])
+            .arg(&path);
+    };
+    let (status, peak, out, err) = run(check, |_| Ok(()));
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(status.code(), Some(1), "MUST violations: {err}");
+    let connections = out
+        .lines()
+        .filter(|l| l.contains(r#""type":"connection""#))
+        .count();
+    assert!(connections > 50_000, "{connections} connections");
+    let totals: serde_json::Value =
+        serde_json::from_str(out.lines().last().expect("a totals line")).expect("JSON");
+    assert_eq!(totals["type"], "totals");
+    assert_eq!(totals["totals"]["connections"], connections);
+    assert!(peak < 32 * MIB, "96 MiB capture, peak {peak}");
+}
+
+#[test]
+fn check_json_lines_carries_the_findings_and_summaries_of_json() {
+    let path = generate_with_findings("both.pcap", 2);
+    let output = |flag: &str| {
+        let out = cqlframe()
+            .args(["check", flag, "--no-progress"])
+            .arg(&path)
+            .output()
+            .expect("cqlframe check");
+        assert_eq!(out.status.code(), Some(1), "{flag}: {out:?}");
+        String::from_utf8(out.stdout).expect("UTF-8")
+    };
+    let (document, lines) = (output("--json"), output("--json-lines"));
+    let _ = std::fs::remove_file(&path);
+    let document: serde_json::Value = serde_json::from_str(&document).expect("JSON");
+    // Rebuild the --json document from the lines: each connection's findings are the finding
+    // lines that precede its connection line.
+    let mut connections = Vec::new();
+    let mut findings = Vec::new();
+    let mut run = None;
+    for line in lines.lines() {
+        let mut line: serde_json::Value = serde_json::from_str(line).expect("one JSON per line");
+        let object = line.as_object_mut().expect("an object");
+        assert_eq!(object.remove("format"), Some(1.into()), "{object:?}");
+        let kind = object.remove("type").expect("a type");
+        assert!(run.is_none(), "the totals line comes last");
+        match kind.as_str().expect("a string") {
+            "finding" => findings.push(line),
+            "connection" => {
+                let id = &line["id"];
+                assert!(
+                    findings.iter().all(|f| f["connection"] == *id),
+                    "a finding of another connection precedes connection {id}"
+                );
+                line["rules"] = std::mem::take(&mut findings).into();
+                connections.push(line);
+            }
+            "totals" => run = Some(line),
+            other => panic!("line of type {other}"),
+        }
+    }
+    assert!(findings.is_empty(), "findings after the last connection");
+    let mut rebuilt = run.expect("a totals line");
+    connections.sort_by_key(|c| c["id"].as_u64());
+    rebuilt["connections"] = connections.into();
+    // The two documents have versions of their own; the run's time is the only field that
+    // differs from one run to the next.
+    rebuilt["format"] = document["format"].clone();
+    rebuilt["totals"]["seconds"] = 0.into();
+    let mut expected = document;
+    expected["totals"]["seconds"] = 0.into();
+    let count = expected["connections"].as_array().map_or(0, Vec::len);
+    assert!(count > 1_000, "{count} connections");
+    assert!(expected["totals"]["violations"].as_u64() > Some(0));
+    assert!(expected["totals"]["findings"].as_u64() > Some(0));
+    assert!(rebuilt == expected, "--json-lines and --json differ");
+}
+
 #[test]
 fn decode_reads_no_further_than_the_first_error() {
     // 256 MiB that break RECV-1 at byte 0: only the first chunk is read.

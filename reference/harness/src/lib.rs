@@ -11,11 +11,13 @@
 //! - [`cql`]: the few CQL requests and results the server and clients speak.
 //! - [`lz4_by_hand`]: LZ4 blocks written token by token, for the faults no compressor makes.
 //! - [`verdict`]: the typed outcome of a case (level, outcome, check) shared by the reports.
+//! - [`output`]: the `format` version of every JSON document the tools write.
 
 pub mod check;
 pub mod conformance;
 pub mod cql;
 pub mod lz4_by_hand;
+pub mod output;
 pub mod pcap;
 pub mod probe;
 pub mod rules;

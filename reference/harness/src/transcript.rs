@@ -1,12 +1,13 @@
 //! An owned record of everything a decoder reported for a stream: the expected results of the
-//! golden vectors and the JSON of `cqlframe decode`.
+//! golden vectors and the JSON of `cqlframe decode`, which show a framing error alike.
 
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::envelope::{opcode_name, Envelope};
 use cqlframe::error::FramingError;
 use cqlframe::format::{Format, FrameSettings};
 use cqlframe::frame_decoder::Frame;
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+use serde_json::{json, Value};
 
 /// One frame, every header field and both checks.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -79,7 +80,26 @@ impl EnvelopeRecord {
 pub struct Transcript {
     pub frames: Vec<FrameRecord>,
     pub envelopes: Vec<EnvelopeRecord>,
+    #[serde(serialize_with = "serialize_error")]
     pub error: Option<FramingError>,
+}
+
+/// A framing error as the manifest and `cqlframe decode --json` show it: the rule it breaks,
+/// the kind's name, the offset, and the kind's own fields as `detail`; null for none.
+pub fn error_json(error: Option<&FramingError>) -> Value {
+    let Some(e) = error else { return Value::Null };
+    let mut detail = serde_json::to_value(&e.kind).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut detail {
+        map.remove("kind");
+    }
+    json!({ "rule": e.rule(), "kind": e.kind.name(), "offset": e.offset, "detail": detail })
+}
+
+fn serialize_error<S: Serializer>(
+    error: &Option<FramingError>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    error_json(error.as_ref()).serialize(serializer)
 }
 
 impl Transcript {

@@ -7,6 +7,7 @@
 
 use super::cases::Selection;
 use super::runner::CaseResult;
+use crate::output;
 use crate::verdict::Outcome;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -38,6 +39,10 @@ impl Entry {
 /// The part of a `report.json` that comparisons read.
 #[derive(Deserialize)]
 pub struct Report {
+    /// The layout's version; absent in a report written before it had one (a driver's CI may
+    /// keep such a baseline), whose results read the same.
+    #[serde(default)]
+    pub format: Option<u32>,
     /// Absent in reports written before runs recorded it.
     #[serde(default)]
     pub selection: Option<Selection>,
@@ -135,8 +140,16 @@ fn outcomes(report: Report) -> BTreeMap<(String, String), (Outcome, String)> {
 /// Reads a conformance `report.json`.
 pub fn read(path: &Path) -> std::result::Result<Report, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text)
-        .map_err(|e| format!("{}: not a conformance report.json ({e})", path.display()))
+    let report: Report = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: not a conformance report.json ({e})", path.display()))?;
+    match report.format {
+        Some(v) if v > output::REPORT => Err(format!(
+            "{}: report.json of format {v}, newer than this cqlframe reads ({}; see schemas/CHANGELOG.md)",
+            path.display(),
+            output::REPORT
+        )),
+        _ => Ok(report),
+    }
 }
 
 /// Compares two runs; with `allow_missing`, a (driver, case) of the baseline that the new run
@@ -334,6 +347,31 @@ mod tests {
         std::fs::write(&bad, "{\"results\": 3}").unwrap();
         let e = compare(&bad, &bad, false).unwrap_err();
         assert!(e.contains("bad.json: not a conformance report.json"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_report_of_a_later_format_is_refused_and_one_without_format_read() {
+        let dir = std::env::temp_dir().join(format!("cqlframe-diff-format-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let results = r#""results": [{"driver": "d", "case": "a", "outcome": "PASS"}]"#;
+        let unversioned = dir.join("unversioned.json");
+        std::fs::write(&unversioned, format!("{{{results}}}")).unwrap();
+        let current = dir.join("current.json");
+        std::fs::write(
+            &current,
+            format!(r#"{{"format": {}, {results}}}"#, output::REPORT),
+        )
+        .unwrap();
+        let later = dir.join("later.json");
+        let next = output::REPORT + 1;
+        std::fs::write(&later, format!(r#"{{"format": {next}, {results}}}"#)).unwrap();
+        assert_eq!(compare(&unversioned, &current).unwrap().unchanged, 1);
+        let e = compare(&current, &later).unwrap_err();
+        assert!(
+            e.contains(&format!("later.json: report.json of format {next}")),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -143,6 +143,7 @@ pub fn frame_line(f: &Frame<'_>) -> String {
 pub fn write_all(run: &Run, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let report = json!({
+        "format": crate::output::REPORT,
         "tool": "cqlframe conformance",
         "version": env!("CARGO_PKG_VERSION"),
         "seconds": run.seconds,

@@ -1,8 +1,7 @@
 //! A case as a manifest entry, and its expected result as the reference decodes it.
 
 use super::{Case, Input};
-use crate::transcript::{EnvelopeRecord, FrameRecord, Transcript};
-use cqlframe::error::FramingError;
+use crate::transcript::{error_json, EnvelopeRecord, FrameRecord, Transcript};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -63,16 +62,8 @@ pub fn envelope_json(e: &EnvelopeRecord) -> Value {
     })
 }
 
-pub fn error_json(error: Option<&FramingError>) -> Value {
-    let Some(e) = error else { return Value::Null };
-    let mut detail = serde_json::to_value(&e.kind).unwrap_or(Value::Null);
-    if let Value::Object(map) = &mut detail {
-        map.remove("kind");
-    }
-    json!({ "rule": e.rule(), "kind": e.kind.name(), "offset": e.offset, "detail": detail })
-}
-
-/// A transcript in the manifest's `expected` layout (also `cqlframe decode --json`).
+/// A transcript in the manifest's `expected` layout (`cqlframe decode --json` has its own, with
+/// every byte string whole and the same error: schemas/decode.schema.json).
 pub fn transcript_json(t: &Transcript) -> Value {
     json!({
         "frames": t.frames.iter().map(frame_json).collect::<Vec<_>>(),

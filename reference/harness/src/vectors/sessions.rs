@@ -5,7 +5,7 @@
 use super::{cql, json, Case, Group, Input};
 use crate::pcap::write::{session_turns, Peer, Turn, WriteError};
 use crate::rules::{Direction, Judge};
-use crate::transcript::{EnvelopeRecord, FrameRecord};
+use crate::transcript::{error_json, EnvelopeRecord, FrameRecord};
 use cqlframe::body;
 use cqlframe::checksum::PayloadChecksum;
 use cqlframe::connection::{
@@ -171,7 +171,7 @@ impl Side {
                         self.envelope(true, EnvelopeRecord::of(&envelope));
                         if let Some(last) = self.envelopes.last_mut() {
                             last["framed"] = json!(self.switch.is_object());
-                            last["rejected"] = json::error_json(Some(&error));
+                            last["rejected"] = error_json(Some(&error));
                         }
                     }
                     ConnectionEvent::Frame(frame) => {
@@ -210,7 +210,7 @@ impl Side {
     }
 
     fn json(&self) -> Value {
-        json!({ "switch": self.switch, "frames": self.frames, "envelopes": self.envelopes, "error": json::error_json(self.error.as_ref()) })
+        json!({ "switch": self.switch, "frames": self.frames, "envelopes": self.envelopes, "error": error_json(self.error.as_ref()) })
     }
 }
 
