@@ -278,7 +278,8 @@ def broken_copies(kept):
     broken("report", "outcome PASSED", report, lambda d: d["results"][0].__setitem__("outcome", "PASSED"))
     broken("report", "summary's driver renamed name", report,
            lambda d: rename(d["summary"][0], "driver", "name"))
-    broken("report", "driver without self_check_ok", report, lambda d: d["drivers"][0].pop("self_check_ok"))
+    broken("report", "driver without self_check", report, lambda d: d["drivers"][0].pop("self_check"))
+    broken("report", "self_check as the old exit status", report, lambda d: d["drivers"][0].update(self_check=127))
     broken("report", "a case's rules renamed rule_ids", report,
            lambda d: rename(d["cases"][0], "rules", "rule_ids"))
     broken("report", "format 2", report, lambda d: d.__setitem__("format", 2))
