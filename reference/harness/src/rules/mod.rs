@@ -7,14 +7,17 @@
 //!   receiver refuses comes from the reference's own [`cqlframe::connection::Connection`];
 //!   sender rules that no receiver enforces from [`SenderChecks`]; NEG-4 from the handshake.
 //! - [`Tally`]: a connection's findings, one entry per rule with its count and first offset.
+//! - [`Unjudged`]: what the judge could not decide from the bytes it was given.
 
 mod finding;
 mod judge;
 mod sender;
+mod unjudged;
 
 pub use finding::{sender_rule, Direction, Finding, RuleCount, Tally};
 pub use judge::Judge;
 pub use sender::{SenderChecks, Stats};
+pub use unjudged::Unjudged;
 
 #[cfg(test)]
 mod tests;
