@@ -16,6 +16,7 @@
 
 use super::finding::{Direction, Finding};
 use super::sender::{SenderChecks, Stats};
+use super::unjudged::Unjudged;
 use crate::verdict::Level;
 use cqlframe::body;
 use cqlframe::connection::{
@@ -49,6 +50,8 @@ enum Mode {
 /// The client's STARTUP, as far as the server's response to it is judged.
 #[derive(Debug)]
 struct Startup {
+    /// Its first byte in the client's stream.
+    offset: u64,
     version: u8,
     stream: i16,
     /// Its options; `None` for a malformed body.
@@ -86,6 +89,8 @@ pub struct Judge {
     replay: Option<Vec<u8>>,
     negotiated: Option<Negotiated>,
     sides: [Side; 2],
+    /// What the handshake left undecided so far (JUDGE-11).
+    unjudged: Vec<Unjudged>,
 }
 
 impl Judge {
@@ -132,12 +137,24 @@ impl Judge {
             responded: false,
             replay: Some(Vec::new()),
             negotiated: None,
+            unjudged: Vec::new(),
             sides: Direction::BOTH.map(|d| Side {
                 mode: Mode::Paired,
                 checks: SenderChecks::new(d),
                 orphaned: false,
             }),
         }
+    }
+
+    /// What the judge could not decide on this connection (JUDGE-11): a FRAME_CHECKSUM judged
+    /// against nothing known of the node, and a STARTUP that could switch left unanswered.
+    pub fn unjudged(&self) -> Vec<Unjudged> {
+        let mut all = self.unjudged.clone();
+        let unanswered = |s: &&Startup| !self.responded && s.version >= FIRST_FRAMED_VERSION;
+        if let Some(s) = self.startup.as_ref().filter(unanswered) {
+            all.push(Unjudged::StartupUnanswered { offset: s.offset });
+        }
+        all
     }
 
     /// The handshake's outcome, once a side has switched to framing.
@@ -271,6 +288,7 @@ impl Judge {
             responded,
             negotiated,
             sides,
+            unjudged,
             ..
         } = self;
         let checks = &mut sides[d.index()].checks;
@@ -299,12 +317,19 @@ impl Judge {
                         // The client's envelopes up to and including the STARTUP.
                         let before_startup = startup.is_none();
                         if before_startup && h.opcode == Opcode::Startup as u8 {
-                            *startup = Some(Startup {
+                            let s = Startup {
+                                offset,
                                 version: h.protocol_version(),
                                 stream: h.stream,
                                 options: body::read_string_map(envelope.body).ok(),
-                            });
-                            out.extend(unlisted_checksum(&envelope, listed.as_deref(), offset));
+                            };
+                            match listed.as_deref() {
+                                Some(listed) => {
+                                    out.extend(unlisted_checksum(&envelope, listed, offset))
+                                }
+                                None => unjudged.extend(s.unjudged_checksum("NEG-4", offset)),
+                            }
+                            *startup = Some(s);
                         }
                         before_startup
                     } else {
@@ -322,6 +347,10 @@ impl Judge {
                         {
                             *responded = true;
                             out.extend(missed_refusal(s, known.as_ref(), &envelope, offset));
+                            let answers = h.version == s.version | RESPONSE_BIT;
+                            if known.is_none() && answers {
+                                unjudged.extend(s.unjudged_checksum("NEG-6", offset));
+                            }
                         }
                         show
                     };
@@ -488,14 +517,26 @@ fn missed_refusal(
     ))
 }
 
+impl Startup {
+    /// `rule` cannot be judged at `offset` for want of what the node accepts: the STARTUP asks
+    /// for a `FRAME_CHECKSUM` other than `crc32` (JUDGE-10, JUDGE-11).
+    fn unjudged_checksum(&self, rule: &'static str, offset: u64) -> Option<Unjudged> {
+        let (_, value) = self
+            .options
+            .as_ref()?
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("FRAME_CHECKSUM"))?;
+        (!value.eq_ignore_ascii_case("crc32")).then(|| Unjudged::Checksum {
+            rule,
+            offset,
+            value: value.clone(),
+        })
+    }
+}
+
 /// NEG-4: a STARTUP asks for a `FRAME_CHECKSUM` other than `crc32` that the node did not list
 /// (judged only when what the node listed is known).
-fn unlisted_checksum(
-    startup: &Envelope<'_>,
-    listed: Option<&[String]>,
-    offset: u64,
-) -> Option<Finding> {
-    let listed = listed?;
+fn unlisted_checksum(startup: &Envelope<'_>, listed: &[String], offset: u64) -> Option<Finding> {
     let options = body::read_string_map(startup.body).ok()?;
     let (_, value) = options
         .iter()
