@@ -18,7 +18,7 @@ LEVEL = {
     **{f"RECV-{n}": "MUST" for n in range(1, 15)},
 }
 # "The sender's rule behind a receiver's rule" (JUDGE-8); RECV-1 and RECV-3 get theirs per case.
-SENDER = {"RECV-2": None, "LZ4-4": "LZ4-1", "LZ4-6": "LZ4-5", "RECV-5": "SEND-2",
+SENDER = {"LZ4-4": "LZ4-1", "LZ4-6": "LZ4-5", "RECV-5": "SEND-2",
           "RECV-7": "SEND-3", "RECV-8": "SEND-5", "RECV-10": "SEND-6"}
 OPCODES = {0: "ERROR", 1: "STARTUP", 2: "READY", 3: "AUTHENTICATE", 5: "OPTIONS", 6: "SUPPORTED",
            7: "QUERY", 8: "RESULT", 9: "PREPARE", 10: "EXECUTE", 11: "REGISTER", 12: "EVENT",
@@ -246,7 +246,8 @@ class FramedReader:
 
     def envelope(self, env, sizes, pos):
         """An envelope's rules, at the frame that completes it (JUDGE-9's order)."""
-        if env[0] != self.version | (0x80 if self.side == "server" else 0):
+        # A bare frame stream (the frames cases) names no version: ENV-2 is not judged there.
+        if self.version is not None and env[0] != self.version | (0x80 if self.side == "server" else 0):
             return [Finding("ENV-2", self.side, pos)]  # refused on its own; nothing more judged
         if self.version == 6 and not env[1] & USE_BETA:
             return [Finding("ENV-5", self.side, pos)]
@@ -335,7 +336,10 @@ class Judge:
 
     def early_bytes(self, startup):
         """JUDGE-3: client bytes after the STARTUP that came before the response (or with it)."""
-        if self.responds_after is not None and self.responds_after > startup.end:
+        # Bytes before `responds_after` came before the response; the rest of the client stream
+        # is one write, so a STARTUP in it came together with what follows it (QUESTIONS.md Q24).
+        n = self.responds_after
+        if n is not None and len(self.data["client"]) > startup.end and (n > startup.end or n <= startup.offset):
             self.find(Finding("LIFE-6", "client", startup.end))
             return True  # judged alike whether the server closes or parses them (JUDGE-10)
         return False
@@ -363,7 +367,7 @@ class Judge:
         known = self.known_checksums()
         if known is None:
             self.out.notes.append(f"FRAME_CHECKSUM {asked[0]!r} of the STARTUP at client byte {env.offset}: "
-                                  "NEG-4 and NEG-6 cannot be judged, no SUPPORTED of the node is known")
+                                  "NEG-4 cannot be judged, no SUPPORTED of the node came before it")
         elif any(a not in known for a in asked):
             self.find(Finding("NEG-4", "client", env.offset))
 
@@ -403,22 +407,25 @@ class Judge:
 
     def check_answer(self, startup, options, answer):
         """A server that takes a STARTUP it had to refuse ("A STARTUP taken that had to be refused")."""
+        self.broken = []
         if answer.opcode == ERROR and answer.error_code == PROTOCOL_ERROR:
-            return []
+            return
         framed = startup.version & 0x7F >= 5
         broken = []
         if framed and any(k == "COMPRESSION" and v.lower() != "lz4" for k, v in options):
             broken.append("NEG-2")
         known = self.known_checksums()
         asked = [v.lower() for k, v in options if k == "FRAME_CHECKSUM" and v.lower() != "crc32"]
-        if framed and asked and known and any(c not in known for c in asked):
+        if framed and asked and known is None:
+            self.out.notes.append(f"FRAME_CHECKSUM {asked[0]!r} of the STARTUP at client byte {startup.offset}: "
+                                  "NEG-6 cannot be judged, no SUPPORTED of the node came before the answer")
+        elif framed and asked and known and any(c not in known for c in asked):
             broken.append("NEG-6")
         if len({k for k, _ in options}) < len(options):
             broken.append("NEG-9")
         for rule in broken:
             self.find(Finding(rule, "server", answer.offset))
         self.broken = broken
-        return broken
 
     def switched(self, client_live):
         """After the response to a STARTUP of v5 or later (LIFE-4, LIFE-5, LIFE-8, "A STARTUP taken ...")."""
@@ -432,11 +439,17 @@ class Judge:
         broken = self.broken
         version = start_env.version & 0x7F
         plain = ("uncompressed", "crc32")
+        # Each direction is read as its receiver decided (JUDGE-1): the client by what it asked,
+        # the server by what it answered ("Negotiation cases", "A STARTUP taken that had to be refused").
         if answer.opcode == ERROR:
             server_fmt, client_fmt = plain, plain
             client_asked = asked if asked != plain else None
+        elif broken:
+            server_fmt, client_fmt, client_asked = asked, plain, None
+        elif self.known_checksums() == ():  # a server that ignores FRAME_CHECKSUM frames with CRC32
+            server_fmt, client_fmt, client_asked = asked, (asked[0], "crc32"), None
         else:
-            server_fmt, client_fmt, client_asked = asked, plain if broken else asked, None
+            server_fmt, client_fmt, client_asked = asked, asked, None
         self.out.switch = {"client": start_env.end, "server": answer.end}
         readers = [FramedReader(self.data["server"], answer.end, "server", *server_fmt, version, self.max_body)]
         if client_live:
