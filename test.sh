@@ -37,6 +37,11 @@ cargo test --workspace --release
 step "vectors: committed files equal a fresh generation; every case decodes as expected in every chunking"
 cargo run --release -q -p cqlframe-cli -- vectors verify
 
+step "vectors: a judge written from the spec alone (vectors/independent_judge/, standard-library Python, no code shared with the reference) reports every session vector's findings and every frames vector's first error"
+python3 vectors/independent_judge/run.py
+python3 vectors/independent_judge/run_frames.py
+(cd vectors/independent_judge && python3 -m unittest -q test_judge)
+
 step "vectors: manifest.json matches vectors/manifest.schema.json"
 python3 vectors/validate_manifest.py
 
