@@ -86,6 +86,9 @@ CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" conformance/drivers-crc32c/tes
 step "conformance: the CI recipe of conformance/README.md from a fresh clone, an adapter outside the kit, diff of two runs"
 conformance/ci/test-recipe.sh
 
+step "conformance: the minimal adapter of conformance/README.md, taken from the page, on the Python driver: the cases it can do PASS, an action it does not do is UNSUPPORTED, the contract kept"
+CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 tools/test_minimal_adapter.py
+
 step "live Apache Cassandra 5.0 (Maven Central): cqlframe probe (known deviations in cassandra/deviations.toml and deviations-lz4-decoder.toml), a Python-driver workload captured and checked by cqlframe check and the Lua dissector; interoperability: the Python and Java drivers with the CRC32C opt-in fall back to CRC32 (old server, new client), read from the capture"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" cassandra/run.sh
 
