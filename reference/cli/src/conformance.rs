@@ -284,13 +284,15 @@ fn run_suite(args: RunArgs) -> Result<(), Failure> {
     if cases.is_empty() {
         return Err(Failure::Io("no case selected".into()));
     }
-    let drivers_dir = args
-        .drivers_dir
-        .clone()
-        .unwrap_or_else(|| cqlframe_harness::conformance::conformance_dir().join("drivers"));
     let mut drivers = if args.drivers.is_empty() && !args.adapters.is_empty() {
         Vec::new()
     } else {
+        let drivers_dir = match &args.drivers_dir {
+            Some(dir) => dir.clone(),
+            None => cqlframe_harness::conformance::conformance_dir()
+                .map_err(Failure::Io)?
+                .join("drivers"),
+        };
         adapter::discover(&drivers_dir, &args.drivers).map_err(Failure::Io)?
     };
     for spec in &args.adapters {
