@@ -72,12 +72,7 @@ pub struct Judge {
     server: Connection,
     /// Client role: receives the server's bytes.
     client: Connection,
-    /// What the node is known to accept: the caller's word, else learned from SUPPORTED.
-    known: Option<ServerOptions>,
-    /// The caller said what the node accepts: SUPPORTED changes nothing.
-    told: bool,
-    /// The `FRAME_CHECKSUMS` values the node listed, once known (empty: SUPPORTED had none).
-    listed: Option<Vec<String>>,
+    node: Node,
     /// STARTUP seen: later client envelopes are not shown to `client`.
     startup: Option<Startup>,
     /// The STARTUP response has been shown to `server`.
@@ -125,9 +120,11 @@ impl Judge {
                 SplitPolicy::SERVER,
             ),
             client: Connection::new(Role::Client, max_body, SplitPolicy::DRIVERS),
-            told: node.is_some(),
-            known: node,
-            listed,
+            node: Node {
+                told: node.is_some(),
+                known: node,
+                listed,
+            },
             startup: None,
             responded: false,
             replay: Some(Vec::new()),
@@ -261,17 +258,16 @@ impl Judge {
                 }
             }
         }
-        let mut supported = None;
         let Judge {
+            max_body,
             server,
             client,
-            known,
-            listed,
+            node,
             startup,
             responded,
+            replay,
             negotiated,
             sides,
-            ..
         } = self;
         let checks = &mut sides[d.index()].checks;
         // `peer` is the other side's Connection, shown the handshake envelopes.
@@ -304,14 +300,25 @@ impl Judge {
                                 stream: h.stream,
                                 options: body::read_string_map(envelope.body).ok(),
                             });
-                            out.extend(unlisted_checksum(&envelope, listed.as_deref(), offset));
+                            out.extend(unlisted_checksum(
+                                &envelope,
+                                node.listed.as_deref(),
+                                offset,
+                            ));
                         }
                         before_startup
                     } else {
                         // What the node accepts shows in any SUPPORTED before the switch
-                        // (one answering an OPTIONS sent before STARTUP may come after it).
+                        // (one answering an OPTIONS sent before STARTUP may come after it),
+                        // learned before the envelopes after it are shown to the server side:
+                        // a READY in the same write switches the re-created one.
                         if h.opcode == Opcode::Supported as u8 && !*responded {
-                            supported = Some(envelope.body.to_vec());
+                            let map = body::read_string_multimap(envelope.body);
+                            if let Some(options) = node.hear(&map.unwrap_or_default()) {
+                                if let Some(bytes) = replay {
+                                    *peer = replayed(options, *max_body, bytes);
+                                }
+                            }
                         }
                         // The server's envelopes up to the STARTUP response, or up to the
                         // refusal of the STARTUP's version (LIFE-11).
@@ -321,7 +328,7 @@ impl Judge {
                             .filter(|s| show && ends_startup_wait(s, &h))
                         {
                             *responded = true;
-                            out.extend(missed_refusal(s, known.as_ref(), &envelope, offset));
+                            out.extend(missed_refusal(s, node.known.as_ref(), &envelope, offset));
                         }
                         show
                     };
@@ -356,39 +363,14 @@ impl Judge {
         if let Err(e) = result {
             out.push(Finding::error(&e, d, true));
         }
-        if let Some(body) = supported {
-            self.learn_supported(&body);
-        }
-    }
-
-    /// The server's SUPPORTED says which `FRAME_CHECKSUM` values it lists and acts on.
-    fn learn_supported(&mut self, body: &[u8]) {
-        self.heard(&body::read_string_multimap(body).unwrap_or_default());
     }
 
     /// What a SUPPORTED from the same node said, on this connection or another (NEG-4 counts
     /// both): the `FRAME_CHECKSUM` values it lists and acts on, unless the caller said what the
     /// node accepts.
     pub fn heard(&mut self, map: &[(String, Vec<String>)]) {
-        if self.told {
-            return;
-        }
-        let listed = map
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case("FRAME_CHECKSUMS"))
-            .map(|(_, v)| v.clone());
-        let options = ServerOptions {
-            lz4: true,
-            checksums: listed
-                .as_ref()
-                .map(|v| v.iter().filter_map(|name| parse_checksum(name)).collect()),
-        };
-        self.listed = Some(listed.unwrap_or_default());
-        self.known = Some(options.clone());
-        if let Some(replay) = &self.replay {
-            let mut server = Connection::server(options, self.max_body, SplitPolicy::SERVER);
-            let _ = server.receive(replay, &mut |_| Ok(()));
-            self.server = server;
+        if let (Some(options), Some(bytes)) = (self.node.hear(map), &self.replay) {
+            self.server = replayed(options, self.max_body, bytes);
         }
     }
 
@@ -425,6 +407,47 @@ impl Judge {
             out.push(Finding::error(&e, d, true));
         }
     }
+}
+
+/// What the server node is known to accept.
+#[derive(Debug)]
+struct Node {
+    /// The caller's word, else learned from SUPPORTED.
+    known: Option<ServerOptions>,
+    /// The caller said what the node accepts: SUPPORTED changes nothing.
+    told: bool,
+    /// The `FRAME_CHECKSUMS` values the node listed, once known (empty: SUPPORTED had none).
+    listed: Option<Vec<String>>,
+}
+
+impl Node {
+    /// Learns from a SUPPORTED's multimap which `FRAME_CHECKSUM` values the node lists and acts
+    /// on; what a server side re-created from it accepts, unless the caller's word stands.
+    fn hear(&mut self, map: &[(String, Vec<String>)]) -> Option<ServerOptions> {
+        if self.told {
+            return None;
+        }
+        let listed = map
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("FRAME_CHECKSUMS"))
+            .map(|(_, v)| v.clone());
+        let options = ServerOptions {
+            lz4: true,
+            checksums: listed
+                .as_ref()
+                .map(|v| v.iter().filter_map(|name| parse_checksum(name)).collect()),
+        };
+        self.listed = Some(listed.unwrap_or_default());
+        self.known = Some(options.clone());
+        Some(options)
+    }
+}
+
+/// A server side accepting `options` that has received the client's unframed bytes so far.
+fn replayed(options: ServerOptions, max_body: u32, client_bytes: &[u8]) -> Connection {
+    let mut server = Connection::server(options, max_body, SplitPolicy::SERVER);
+    let _ = server.receive(client_bytes, &mut |_| Ok(()));
+    server
 }
 
 /// A client request the server-role side refused on its own before the switch (a version probe,

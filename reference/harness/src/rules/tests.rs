@@ -502,3 +502,44 @@ fn an_error_to_an_options_does_not_end_the_wait_for_the_startup_response() {
     assert!(found.is_empty(), "{found:#?}");
     assert_eq!(judge.stats(C2S).envelopes, 1);
 }
+
+// LIFE-3 allows OPTIONS before STARTUP in the same write; a server that answers SUPPORTED and
+// READY in one write switches its sender at READY (LIFE-4), and the client frames after it
+// (LIFE-5): its first framed request is no byte sent before the STARTUP response (LIFE-6).
+#[test]
+fn options_and_startup_answered_in_one_write_switch_at_the_response() {
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
+    judge.receive(C2S, &[options, startup(&[])].concat(), &mut found);
+    let supported = envelope_bytes(
+        0x85,
+        0,
+        0,
+        Opcode::Supported,
+        &body::string_multimap(&[("FRAME_CHECKSUMS", vec!["crc32", "crc32c"])]),
+    );
+    let ready = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
+    judge.receive(S2C, &[supported, ready].concat(), &mut found);
+    send_framed_request(&mut judge, &mut found);
+    assert!(found.is_empty(), "{found:#?}");
+    assert_eq!(judge.stats(C2S).envelopes, 1);
+    assert!(!judge.stopped(C2S));
+
+    // What that SUPPORTED lists judges the READY after it (NEG-6).
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
+    let crc32c = startup(&[("FRAME_CHECKSUM", "crc32c")]);
+    judge.receive(C2S, &[options, crc32c].concat(), &mut found);
+    let crc32_only = envelope_bytes(
+        0x85,
+        0,
+        0,
+        Opcode::Supported,
+        &body::string_multimap(&[("FRAME_CHECKSUMS", vec!["crc32"])]),
+    );
+    let ready = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
+    judge.receive(S2C, &[crc32_only, ready].concat(), &mut found);
+    assert_eq!(rules(&found), vec![("NEG-6", Level::Must, S2C, false)]);
+}

@@ -3,7 +3,7 @@
 //! talking; invalid ones are edited by hand where a conforming sender would refuse.
 
 use super::{cql, json, Case, Group, Input};
-use crate::pcap::write::{session_turns, Peer, Turn, WriteError};
+use crate::pcap::write::{session_turns, HandshakeWrites, Peer, Turn, WriteError};
 use crate::rules::{Direction, Judge};
 use crate::transcript::{EnvelopeRecord, FrameRecord};
 use cqlframe::body;
@@ -41,6 +41,8 @@ pub struct Session {
     pub server_options: ServerOptions,
     /// The protocol versions the server supports, as its SUPPORTED lists them.
     pub server_versions: &'static [&'static str],
+    /// How each end wrote its handshake envelopes, as the capture exchanges them.
+    pub handshake_writes: HandshakeWrites,
 }
 
 impl Session {
@@ -59,6 +61,7 @@ impl Session {
             &self.server,
             self.server_switch,
             self.server_responds_after,
+            self.handshake_writes,
         )
     }
 
@@ -306,6 +309,7 @@ impl Script {
             server_responds_after: self.server_responds_after,
             server_options: self.options.clone(),
             server_versions: CURRENT_VERSIONS,
+            handshake_writes: HandshakeWrites::LockStep,
         }
     }
 }
@@ -494,7 +498,14 @@ pub fn cases() -> Vec<Case> {
         "Two OPTIONS and the STARTUP written together without waiting (LIFE-3): the answers pair with the requests by stream id, and only READY on the STARTUP's stream switches.",
         &with(&["LIFE-13", "NEG-1", "LZ4-1"]),
         None,
-        pipelined_options(),
+        pipelined_options(2, &[cql, ("COMPRESSION", "lz4")]),
+    ));
+    all.push(case(
+        "pipelined-options-startup",
+        "OPTIONS and STARTUP in one write (LIFE-3), SUPPORTED and READY in one write, then the first QUERY framed in a later write: the server switches at READY (LIFE-4), the client frames after it (LIFE-5), and no byte was sent between STARTUP and READY (LIFE-6).",
+        &with(&["LIFE-6", "LIFE-13"]),
+        None,
+        pipelined_options(1, &[cql]),
     ));
     all.push(case(
         "lz4-compression-flag",
@@ -507,27 +518,31 @@ pub fn cases() -> Vec<Case> {
     all
 }
 
-/// OPTIONS on streams 0 and 1 and STARTUP on stream 2 in one write; the server answers each on
-/// its stream, then traffic as usual.
-fn pipelined_options() -> Session {
+/// `count` OPTIONS on streams 0.. and STARTUP with `startup` on the next stream in one write;
+/// the server answers each on its stream, in one write, then a QUERY and its RESULT.
+fn pipelined_options(count: i16, startup: &[(&str, &str)]) -> Session {
     let options = ServerOptions::default();
     let mut s = Script::new(5, 0, options.clone());
-    let startup = body::string_map(&[("CQL_VERSION", "3.0.0"), ("COMPRESSION", "lz4")]);
-    s.requests(&[
-        (0, Opcode::Options, Vec::new()),
-        (1, Opcode::Options, Vec::new()),
-        (2, Opcode::Startup, startup),
-    ]);
-    s.response(0, Opcode::Supported, &supported(&options))
-        .response(1, Opcode::Supported, &supported(&options))
-        .response(2, Opcode::Ready, &[]);
+    let mut requests: Vec<_> = (0..count)
+        .map(|stream| (stream, Opcode::Options, Vec::new()))
+        .collect();
+    requests.push((count, Opcode::Startup, body::string_map(startup)));
+    s.requests(&requests);
+    for stream in 0..count {
+        s.response(stream, Opcode::Supported, &supported(&options));
+    }
+    s.response(count, Opcode::Ready, &[]);
+    let query = count + 1;
     s.request(
-        3,
+        query,
         Opcode::Query,
         &cql::query("SELECT k, v FROM ks.table", 5),
     )
-    .response(3, Opcode::Result, &cql::rows(3, 100));
-    s.session()
+    .response(query, Opcode::Result, &cql::rows(3, 100));
+    Session {
+        handshake_writes: HandshakeWrites::Together,
+        ..s.session()
+    }
 }
 
 /// The Java driver's LZ4 connection: READY, then requests carrying the envelope COMPRESSION
@@ -584,6 +599,7 @@ fn version_refused() -> Session {
         server: refusal,
         server_options: ServerOptions::default(),
         server_versions: PRE_V5_VERSIONS,
+        handshake_writes: HandshakeWrites::LockStep,
     }
 }
 
@@ -611,6 +627,7 @@ fn violations() -> Vec<Case> {
             server_responds_after: responds_after,
             server_options: ServerOptions::default(),
             server_versions: CURRENT_VERSIONS,
+            handshake_writes: HandshakeWrites::LockStep,
         };
     let framed = |settings: FrameSettings, envelope: &[u8]| {
         let mut out = Vec::new();
@@ -738,6 +755,7 @@ impl Taken<'_> {
             server_responds_after: client.len(),
             server_options: self.node.unwrap_or_default(),
             server_versions: CURRENT_VERSIONS,
+            handshake_writes: HandshakeWrites::LockStep,
             client,
             server,
         }
@@ -794,5 +812,6 @@ fn wrong_version_envelope(startup: &[u8], ready: &[u8]) -> Session {
         server: wire,
         server_options: options,
         server_versions: CURRENT_VERSIONS,
+        handshake_writes: HandshakeWrites::LockStep,
     }
 }
