@@ -334,7 +334,7 @@ impl Judge {
                     };
                     if show {
                         let mut sink = Vec::new();
-                        let _ = peer.send(&[&envelope.to_bytes()], &mut sink);
+                        let _ = peer.send(&[&envelope.to_unframed_bytes()], &mut sink);
                     }
                 }
                 ConnectionEvent::Frame(f) => {

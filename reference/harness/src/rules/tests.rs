@@ -424,7 +424,7 @@ fn the_error_that_reports_a_client_framing_error_is_not_unpaired() {
     let mut judge = Judge::new(MAX_BODY);
     let mut found = Vec::new();
     let mut bytes = envelope_bytes(5, 0, 3, Opcode::Options, &[]);
-    bytes.extend_from_slice(&envelope_bytes(7, 0, 4, Opcode::Options, &[]));
+    bytes.extend_from_slice(&envelope_bytes(0x1a, 0, 4, Opcode::Options, &[]));
     judge.receive(C2S, &bytes, &mut found);
     assert_eq!(rules(&found), vec![("LIFE-3", Level::Must, C2S, true)]);
     judge.receive(
@@ -542,4 +542,51 @@ fn options_and_startup_answered_in_one_write_switch_at_the_response() {
     let ready = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
     judge.receive(S2C, &[crc32_only, ready].concat(), &mut found);
     assert_eq!(rules(&found), vec![("NEG-6", Level::Must, S2C, false)]);
+}
+
+/// The ERROR (PROTOCOL_ERROR) with which Apache Cassandra 5.0 refuses a request of protocol
+/// version `probe`, in version byte `version`, on stream 0.
+fn version_refusal(version: u8, probe: u8) -> Vec<u8> {
+    let message = format!(
+        "Invalid or unsupported protocol version ({probe}); supported versions are (3/v3, 4/v4, 5/v5, 6/v6-beta)"
+    );
+    protocol_error(version, 0, 0, &message)
+}
+
+// LIFE-14: a version probe breaks no rule. One in a retired version (v1, v2: an 8-byte header
+// with a one-byte stream) is refused in its own version and layout, one in a version above the
+// server's (v7) in the server's version; the refusal pairs with the probe whatever its stream
+// (LIFE-13), and neither side's bytes are misread.
+#[test]
+fn retired_and_future_version_probes_pair_with_their_refusals() {
+    // As measured on Apache Cassandra 5.0.9: the refusal of a v1 STARTUP.
+    assert_eq!(
+        version_refusal(0x81, 1)[..8],
+        [0x81, 0, 0, 0, 0, 0, 0, 0x67]
+    );
+    for (probe, refusal) in [(1, 0x81), (2, 0x82), (7, 0x85)] {
+        for stream in [0, 5] {
+            let mut judge = Judge::new(MAX_BODY);
+            let mut found = Vec::new();
+            let cql = body::string_map(&[("CQL_VERSION", "3.0.0")]);
+            let startup = envelope_bytes(probe, 0, stream, Opcode::Startup, &cql);
+            judge.receive(C2S, &startup, &mut found);
+            judge.receive(S2C, &version_refusal(refusal, probe), &mut found);
+            for d in [C2S, S2C] {
+                judge.finish(d, &mut found);
+                assert_eq!(judge.stats(d).unframed_envelopes, 1, "v{probe} {d:?}");
+                assert!(!judge.stopped(d));
+            }
+            assert!(found.is_empty(), "v{probe} stream {stream}: {found:#?}");
+        }
+    }
+    // A retired envelope with no body is its 8-byte header, whole.
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    let options = envelope_bytes(2, 0, 1, Opcode::Options, &[]);
+    assert_eq!(options.len(), 8);
+    judge.receive(C2S, &options, &mut found);
+    judge.finish(C2S, &mut found);
+    assert!(found.is_empty(), "{found:#?}");
+    assert_eq!(judge.stats(C2S).unframed_envelopes, 1);
 }

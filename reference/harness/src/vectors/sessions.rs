@@ -478,7 +478,28 @@ pub fn cases() -> Vec<Case> {
             "A server without v5 answers the v5 STARTUP with ERROR in v4 on stream 0: no switch; the client retries with v4 on a new connection.",
             &["LIFE-11", "LIFE-9", "LIFE-2"],
             None,
-            version_refused(),
+            version_refused(5, 1, 0x84, PRE_V5_VERSIONS),
+        ),
+        case(
+            "v1-refused",
+            "A version probe in the retired v1, whose envelope header has 8 bytes (a one-byte stream): the server refuses the STARTUP with an ERROR in v1, in the same 8-byte layout, on stream 0, as Apache Cassandra 5.0.9 answers (81 00 00 00 00 00 00 67); no rule is broken and no switch follows.",
+            &["LIFE-14", "LIFE-13", "LIFE-9"],
+            None,
+            version_refused(1, 0, 0x81, CURRENT_VERSIONS),
+        ),
+        case(
+            "v2-refused",
+            "A version probe in the retired v2 on stream 3 (8-byte header): the server refuses it with an ERROR in v2, 8-byte header, on stream 0, which answers the probe whatever its stream; no rule is broken and no switch follows.",
+            &["LIFE-14", "LIFE-13", "LIFE-9"],
+            None,
+            version_refused(2, 3, 0x82, CURRENT_VERSIONS),
+        ),
+        case(
+            "v7-refused",
+            "A version probe in v7, a version above those the server speaks: the server refuses the STARTUP with an ERROR in its current version (v5, 0x85) on stream 0, as Apache Cassandra 5.0 does; no rule is broken and no switch follows.",
+            &["LIFE-14", "LIFE-13", "LIFE-11", "LIFE-9"],
+            None,
+            version_refused(7, 1, 0x85, CURRENT_VERSIONS),
         ),
         case(
             "v5-startup-error",
@@ -569,25 +590,32 @@ fn compression_flag_after_switch() -> Session {
     s.session()
 }
 
-/// A v5 STARTUP refused by a server that speaks v4 at most (what Cassandra 3.x answers).
-fn version_refused() -> Session {
+/// A STARTUP of protocol `version` on `stream`, refused by a server that speaks `versions` with
+/// an ERROR (PROTOCOL_ERROR) in version byte `answer` on stream 0, as Apache Cassandra words it
+/// (LIFE-11, LIFE-14). Envelopes of the retired v1 and v2 have their 8-byte header.
+fn version_refused(
+    version: u8,
+    stream: i16,
+    answer: u8,
+    versions: &'static [&'static str],
+) -> Session {
     let startup = envelope_bytes(
-        5,
+        version,
         0,
-        1,
+        stream,
         Opcode::Startup,
         &body::string_map(&[("CQL_VERSION", "3.0.0")]),
     );
     let refusal = envelope_bytes(
-        0x84,
+        answer,
         0,
         0,
         Opcode::Error,
         &body::error(
             body::PROTOCOL_ERROR,
             &format!(
-                "Invalid or unsupported protocol version (5); supported versions are ({})",
-                PRE_V5_VERSIONS.join(", ")
+                "Invalid or unsupported protocol version ({version}); supported versions are ({})",
+                versions.join(", ")
             ),
         ),
     );
@@ -598,7 +626,7 @@ fn version_refused() -> Session {
         client: startup,
         server: refusal,
         server_options: ServerOptions::default(),
-        server_versions: PRE_V5_VERSIONS,
+        server_versions: versions,
         handshake_writes: HandshakeWrites::LockStep,
     }
 }
