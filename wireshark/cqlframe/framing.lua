@@ -574,6 +574,12 @@ local function handshake(conv, dir, env, s, pos, rec, ctx)
         end
         n.protocol = st.protocol
         n.client_dir = st.dir
+        -- a FRAME_CHECKSUM other than crc32 asked of a node whose SUPPORTED has no
+        -- FRAME_CHECKSUMS: it frames CRC32, the client as it asked (checksum_ignored in
+        -- reference/harness/src/rules/judge.rs)
+        local fc = st.options.FRAME_CHECKSUM
+        n.checksum_ignored = env.opcode ~= 0x00 and fc ~= nil and fc:lower() ~= "crc32"
+            and accepted_checksums(conv, nil) == false
         if env.opcode ~= 0x00 then n.server = server_settings(conv, st, n) end
         conv.negotiated = n
         conv.startup = nil
@@ -717,7 +723,9 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
             rec.truncated = kind == "badbit" and "checksum bit disagrees" or "header CRC24 mismatch"
         end
         if kind == "badbit" then
-            framing_error(dir, rec, "checksum_bit", "RECV-3", string.format("checksum bit %d but the connection uses %s", rec.header.checksum_bit and 1 or 0, dir.checksum), "FMT-13")
+            -- asked of a node that ignores FRAME_CHECKSUM, the bits disagree by the client's NEG-4
+            local sender = conv.negotiated and conv.negotiated.checksum_ignored and "NEG-4" or "FMT-13"
+            framing_error(dir, rec, "checksum_bit", "RECV-3", string.format("checksum bit %d but the connection uses %s", rec.header.checksum_bit and 1 or 0, dir.checksum), sender)
             dir.mode = "stopped"
             dir.stop_reason = "RECV-3"
         elseif kind == "badheader" then
@@ -725,7 +733,9 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
             local text = string.format("header CRC24 %06x, computed %06x: frame boundaries lost", h.crc24, h.crc24_computed)
             -- the reference's unframed_envelope: the header's six bytes read as an envelope's
             local unframed = M.plausible_envelope(s, pos)
-            framing_error(dir, rec, "crc24_bad", "RECV-1", text, unframed and "LIFE-4" or "CRC-1")
+            -- its sender did not frame: the client broke LIFE-5, the server LIFE-4
+            local sender = dir.role == "client" and "LIFE-5" or "LIFE-4"
+            framing_error(dir, rec, "crc24_bad", "RECV-1", text, unframed and sender or "CRC-1")
             if unframed then
                 -- a note on this RECV-1 (why the header fails), not a finding after it
                 finding(dir, rec.findings, "unframed_after_switch", "LIFE-7", string.format("looks like an unframed %s envelope after the switch", M.OPCODES[byte(s, pos + 4)] or "?")).past = nil

@@ -9,8 +9,8 @@ use crate::checksum::PayloadChecksum;
 use crate::decoder::{Decoder, Event};
 use crate::encoder::{FrameEncoder, SplitPolicy};
 use crate::envelope::{
-    header_len, Envelope, EnvelopeHeader, Opcode, ENVELOPE_HEADER_LEN, FLAG_USE_BETA,
-    HEADER_VERSIONS, RESPONSE_BIT, RETIRED_VERSIONS,
+    header_len, Envelope, EnvelopeHeader, Opcode, FLAG_USE_BETA, HEADER_VERSIONS, RESPONSE_BIT,
+    RETIRED_VERSIONS,
 };
 use crate::error::{ErrorKind, FramingError, Part};
 use crate::format::{parse_checksum, Format, FrameSettings};
@@ -377,19 +377,21 @@ impl Connection {
 
     /// Appends the wire bytes of `envelopes` (each a whole envelope) to `out`: unframed during
     /// the handshake, framed after the switch. Sending the STARTUP response switches a server;
-    /// a client switches when it receives that response.
+    /// a client switches when it receives that response. The only error is a client's own
+    /// LIFE-6: sending before the STARTUP response.
+    ///
+    /// # Panics
+    ///
+    /// If an envelope is shorter than its header: the caller's bytes are no envelope, which no
+    /// rule of the wire describes (RECV-9 is a receiver's, of a stream that ends).
     pub fn send(&mut self, envelopes: &[&[u8]], out: &mut Vec<u8>) -> Result<(), FramingError> {
         let start = out.len();
         for &bytes in envelopes {
-            if bytes.len() < ENVELOPE_HEADER_LEN {
-                return Err(FramingError::new(
-                    ErrorKind::Truncated {
-                        part: Part::Envelope,
-                        missing: (ENVELOPE_HEADER_LEN - bytes.len()) as u64,
-                    },
-                    self.sent,
-                ));
-            }
+            assert!(
+                EnvelopeHeader::read(bytes).is_some(),
+                "Connection::send: {} bytes are not a whole envelope",
+                bytes.len()
+            );
             let envelope = envelope_from(bytes);
             if let Some(encoder) = &mut self.encoder {
                 encoder.write_envelopes([bytes], out);

@@ -598,6 +598,14 @@ fn retired_versions_have_an_8_byte_header() {
     }
 }
 
+// A caller's bytes shorter than an envelope header are its bug, not a rule of the wire: send
+// panics instead of naming a receiver's RECV-9.
+#[test]
+#[should_panic(expected = "are not a whole envelope")]
+fn sending_less_than_an_envelope_header_is_a_caller_bug() {
+    let _ = client().send(&[&[5, 0, 0, 1]], &mut Vec::new());
+}
+
 /// An unframed SUPPORTED on `stream`, as a v5 server answers OPTIONS.
 fn supported_on(stream: i16) -> Vec<u8> {
     let options = body::string_multimap(&[("COMPRESSION", vec!["lz4"])]);

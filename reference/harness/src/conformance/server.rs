@@ -165,6 +165,9 @@ struct Shared {
     open: AtomicUsize,
     /// Bytes read and written so far, all kept for the capture.
     held: AtomicUsize,
+    /// A SUPPORTED has been sent on some connection: the driver has heard what the node lists
+    /// (NEG-4 counts a SUPPORTED received on any connection to the node).
+    supported_sent: AtomicBool,
 }
 
 impl Shared {
@@ -180,6 +183,7 @@ impl Shared {
             limits,
             open: AtomicUsize::new(0),
             held: AtomicUsize::new(0),
+            supported_sent: AtomicBool::new(false),
         }
     }
 
@@ -322,6 +326,8 @@ struct Conn {
     version: u8,
     /// Framed responses of the current read, written together by `flush_pending`.
     pending: Vec<(Vec<u8>, bool)>,
+    /// The judge has been told of a SUPPORTED sent on another connection.
+    heard: bool,
 }
 
 fn serve(shared: Arc<Shared>, id: usize, stream: TcpStream) {
@@ -417,6 +423,7 @@ impl Conn {
             judge: Judge::for_node(options, MAX_BODY),
             version: 0,
             pending: Vec::new(),
+            heard: false,
         }
     }
 
@@ -613,6 +620,13 @@ impl Conn {
     /// Shows the judge what went over the wire, in order. Only what it finds in the driver's
     /// bytes is recorded: the server's own bytes carry the case's faults on purpose.
     fn judge_bytes(&mut self, d: Direction, bytes: &[u8]) {
+        if !self.heard && self.shared.supported_sent.load(Ordering::SeqCst) {
+            let script = &self.shared.script;
+            let supported = cql::supported_body(&script.server_options(), script.max_version);
+            self.judge
+                .heard(&body::read_string_multimap(&supported).unwrap_or_default());
+            self.heard = true;
+        }
         let mut found = Vec::new();
         self.judge.receive(d, bytes, &mut found);
         self.record(d, &found);
@@ -684,10 +698,13 @@ impl Conn {
         let script = self.shared.script.clone();
         let mut target = false;
         let (opcode, reply): (Opcode, Vec<u8>) = match op {
-            Some(Opcode::Options) => (
-                Opcode::Supported,
-                cql::supported_body(&script.server_options(), script.max_version),
-            ),
+            Some(Opcode::Options) => {
+                self.shared.supported_sent.store(true, Ordering::SeqCst);
+                (
+                    Opcode::Supported,
+                    cql::supported_body(&script.server_options(), script.max_version),
+                )
+            }
             Some(Opcode::Startup) if unframed && self.refusal(&h) => return,
             Some(Opcode::Startup) => {
                 let options = body::read_string_map(&body).unwrap_or_default();

@@ -92,7 +92,7 @@ impl Finding {
     /// A framing error the receiver found: fatal for a stream error, not for an envelope
     /// refused on its own (ENV-2, ENV-5).
     pub fn error(e: &FramingError, direction: Direction, fatal: bool) -> Self {
-        let sender = sender_rule(&e.kind);
+        let sender = sender_rule(&e.kind, direction);
         Finding {
             rule: e.rule(),
             sender_rule: (sender != e.rule()).then_some(sender),
@@ -111,13 +111,18 @@ impl Finding {
     }
 }
 
-/// The sender rule behind what a receiver reports as `kind`.
-pub fn sender_rule(kind: &ErrorKind) -> &'static str {
+/// The sender rule behind what a receiver of `direction` reports as `kind`. An envelope sent
+/// unframed after the switch breaks the rule of its sender: LIFE-4 for the server, LIFE-5 for
+/// the client.
+pub fn sender_rule(kind: &ErrorKind, direction: Direction) -> &'static str {
     match kind {
         ErrorKind::HeaderCrcMismatch {
             unframed_envelope: true,
             ..
-        } => "LIFE-4",
+        } => match direction {
+            Direction::ServerToClient => "LIFE-4",
+            Direction::ClientToServer => "LIFE-5",
+        },
         ErrorKind::HeaderCrcMismatch { .. } => "CRC-1",
         ErrorKind::ChecksumBitMismatch { .. } => "FMT-13",
         ErrorKind::PayloadChecksumMismatch { algorithm, .. } => match algorithm {

@@ -18,6 +18,7 @@ use super::finding::{Direction, Finding};
 use super::sender::{SenderChecks, Stats};
 use crate::verdict::Level;
 use cqlframe::body;
+use cqlframe::checksum::PayloadChecksum;
 use cqlframe::connection::{
     framed_envelope_fault, negotiate, Connection, ConnectionEvent, Negotiated, Role, ServerOptions,
     FIRST_FRAMED_VERSION,
@@ -25,6 +26,7 @@ use cqlframe::connection::{
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::encoder::SplitPolicy;
 use cqlframe::envelope::{opcode_name, Envelope, EnvelopeHeader, Opcode, RESPONSE_BIT};
+use cqlframe::error::ErrorKind;
 use cqlframe::format::{parse_checksum, FrameSettings};
 use cqlframe::FramingError;
 
@@ -90,7 +92,9 @@ impl Judge {
     }
 
     /// A connection to a node that accepts `node` (whatever its SUPPORTED says), seen from its
-    /// first byte.
+    /// first byte. NEG-4 is judged on what the client heard, not on what the node accepts: until
+    /// a SUPPORTED of the node is seen on the connection or [`Judge::heard`] on another, nothing
+    /// is listed, and a `FRAME_CHECKSUM` other than `crc32` breaks it.
     pub fn for_node(node: ServerOptions, max_body: u32) -> Self {
         Judge::paired(Some(node), max_body)
     }
@@ -105,13 +109,7 @@ impl Judge {
     }
 
     fn paired(node: Option<ServerOptions>, max_body: u32) -> Self {
-        let listed = node.as_ref().map(|n| {
-            n.checksums
-                .iter()
-                .flatten()
-                .map(|c| c.name().to_string())
-                .collect()
-        });
+        let listed = node.as_ref().map(|_| Vec::new());
         Judge {
             max_body,
             server: Connection::server(
@@ -361,12 +359,24 @@ impl Judge {
             Ok(())
         });
         if let Err(e) = result {
-            out.push(Finding::error(&e, d, true));
+            let mut finding = Finding::error(&e, d, true);
+            // The client side framed what it asked (READY or AUTHENTICATE, not an ERROR).
+            let client = if client_side { peer } else { receiver };
+            let took = client
+                .negotiated()
+                .is_some_and(|n| n.settings.checksum != PayloadChecksum::Crc32);
+            if matches!(e.kind, ErrorKind::ChecksumBitMismatch { .. })
+                && took
+                && checksum_ignored(node.known.as_ref(), startup.as_ref())
+            {
+                finding.sender_rule = Some("NEG-4");
+            }
+            out.push(finding);
         }
     }
 
     /// What a SUPPORTED from the same node said, on this connection or another (NEG-4 counts
-    /// both): the `FRAME_CHECKSUM` values it lists and acts on, unless the caller said what the
+    /// both): the `FRAME_CHECKSUM` values it lists, and acts on unless the caller said what the
     /// node accepts.
     pub fn heard(&mut self, map: &[(String, Vec<String>)]) {
         if let (Some(options), Some(bytes)) = (self.node.hear(map), &self.replay) {
@@ -414,9 +424,10 @@ impl Judge {
 struct Node {
     /// The caller's word, else learned from SUPPORTED.
     known: Option<ServerOptions>,
-    /// The caller said what the node accepts: SUPPORTED changes nothing.
+    /// The caller said what the node accepts: SUPPORTED changes that not.
     told: bool,
-    /// The `FRAME_CHECKSUMS` values the node listed, once known (empty: SUPPORTED had none).
+    /// The `FRAME_CHECKSUMS` values the client has heard the node list (NEG-4), once known:
+    /// empty when its SUPPORTED had none, or when the caller knows no SUPPORTED was heard.
     listed: Option<Vec<String>>,
 }
 
@@ -424,20 +435,18 @@ impl Node {
     /// Learns from a SUPPORTED's multimap which `FRAME_CHECKSUM` values the node lists and acts
     /// on; what a server side re-created from it accepts, unless the caller's word stands.
     fn hear(&mut self, map: &[(String, Vec<String>)]) -> Option<ServerOptions> {
-        if self.told {
-            return None;
-        }
         let listed = map
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case("FRAME_CHECKSUMS"))
             .map(|(_, v)| v.clone());
+        self.listed = Some(listed.clone().unwrap_or_default());
+        if self.told {
+            return None;
+        }
         let options = ServerOptions {
             lz4: true,
-            checksums: listed
-                .as_ref()
-                .map(|v| v.iter().filter_map(|name| parse_checksum(name)).collect()),
+            checksums: listed.map(|v| v.iter().filter_map(|name| parse_checksum(name)).collect()),
         };
-        self.listed = Some(listed.unwrap_or_default());
         self.known = Some(options.clone());
         Some(options)
     }
@@ -507,6 +516,19 @@ fn missed_refusal(
         offset,
         format!("the server answered with {answer} a STARTUP it must refuse with ERROR (PROTOCOL_ERROR): {refusal}"),
     ))
+}
+
+/// Whether `startup` asked for a `FRAME_CHECKSUM` other than `crc32` of a node known to ignore the
+/// key (its SUPPORTED had no `FRAME_CHECKSUMS`): the node frames with CRC32 as it must, the
+/// client as it asked, and each receiver fails the other's first frame on its checksum bit
+/// (RECV-3). Neither sender broke FMT-13 by its own negotiation: the client broke NEG-4.
+fn checksum_ignored(node: Option<&ServerOptions>, startup: Option<&Startup>) -> bool {
+    let asked = startup.and_then(|s| s.options.as_deref()).and_then(|o| {
+        o.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("FRAME_CHECKSUM"))
+    });
+    node.is_some_and(|n| n.checksums.is_none())
+        && asked.is_some_and(|(_, v)| !v.eq_ignore_ascii_case("crc32"))
 }
 
 /// NEG-4: a STARTUP asks for a `FRAME_CHECKSUM` other than `crc32` that the node did not list

@@ -215,20 +215,25 @@ fn a_receiver_error_stops_its_direction() {
 }
 
 // LIFE-7: an envelope sent unframed after the switch fails the receiver's CRC24 (RECV-1); its
-// sender broke LIFE-4 (it did not frame), not CRC-1. A header that merely fails its CRC24 stays
-// CRC-1's.
+// sender did not frame, not CRC-1: the client broke LIFE-5, the server LIFE-4. A header that
+// merely fails its CRC24 stays CRC-1's.
 #[test]
-fn an_unframed_envelope_after_the_switch_is_the_senders_life4() {
-    let mut judge = Judge::new(MAX_BODY);
-    switched(&mut judge, &[]);
-    let mut found = Vec::new();
-    judge.receive(
-        C2S,
-        &envelope_bytes(5, 0, 2, Opcode::Options, &[]),
-        &mut found,
-    );
-    assert_eq!(rules(&found), vec![("RECV-1", Level::Must, C2S, true)]);
-    assert_eq!(found[0].broken_by_sender(), "LIFE-4");
+fn an_unframed_envelope_after_the_switch_is_the_senders_life4_or_life5() {
+    for (d, envelope, sender) in [
+        (C2S, envelope_bytes(5, 0, 2, Opcode::Options, &[]), "LIFE-5"),
+        (
+            S2C,
+            envelope_bytes(0x85, 0, -1, Opcode::Event, &[]),
+            "LIFE-4",
+        ),
+    ] {
+        let mut judge = Judge::new(MAX_BODY);
+        switched(&mut judge, &[]);
+        let mut found = Vec::new();
+        judge.receive(d, &envelope, &mut found);
+        assert_eq!(rules(&found), vec![("RECV-1", Level::Must, d, true)]);
+        assert_eq!(found[0].broken_by_sender(), sender);
+    }
 
     let mut judge = Judge::new(MAX_BODY);
     switched(&mut judge, &[]);
@@ -589,4 +594,61 @@ fn retired_and_future_version_probes_pair_with_their_refusals() {
     judge.finish(C2S, &mut found);
     assert!(found.is_empty(), "{found:#?}");
     assert_eq!(judge.stats(C2S).unframed_envelopes, 1);
+}
+
+// NEG-4, not FMT-13: a node whose SUPPORTED has no FRAME_CHECKSUMS ignores the key and frames
+// CRC32 with the checksum bit clear, as it must; the client that asked CRC32C of it frames CRC32C.
+// Each receiver fails the other's first frame (RECV-3), and the client's NEG-4 is behind both.
+// A node that lists crc32c and frames CRC32 after READY is the one that broke FMT-13.
+#[test]
+fn a_checksum_asked_of_a_node_that_ignores_it_is_the_clients_neg4() {
+    let event = envelope_bytes(0x85, 0, -1, Opcode::Event, &[]);
+    let query = envelope_bytes(5, 0, 2, Opcode::Options, &[]);
+    let crc32c = FrameSettings::new(Format::Uncompressed, PayloadChecksum::Crc32c);
+    let server_frame = framed(FrameSettings::default(), &[event]);
+    let client_frame = framed(crc32c, &[query]);
+    for (listed, server_sender) in [(None, "NEG-4"), (Some(vec!["crc32", "crc32c"]), "FMT-13")] {
+        let mut judge = Judge::new(MAX_BODY);
+        let mut found = Vec::new();
+        let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
+        judge.receive(C2S, &options, &mut found);
+        let map: Vec<(&str, Vec<&str>)> = listed
+            .iter()
+            .map(|l| ("FRAME_CHECKSUMS", l.clone()))
+            .collect();
+        let supported = envelope_bytes(0x85, 0, 0, Opcode::Supported, &body::string_multimap(&map));
+        judge.receive(S2C, &supported, &mut found);
+        found.extend(switched(&mut judge, &[("FRAME_CHECKSUM", "crc32c")]));
+        judge.receive(S2C, &server_frame, &mut found);
+        judge.receive(C2S, &client_frame, &mut found);
+        let recv3: Vec<_> = found
+            .iter()
+            .filter(|f| f.rule == "RECV-3")
+            .map(|f| (f.direction, f.broken_by_sender()))
+            .collect();
+        let mut want = vec![(S2C, server_sender)];
+        if listed.is_none() {
+            want.push((C2S, "NEG-4"));
+        }
+        assert_eq!(recv3, want, "{listed:?}: {found:#?}");
+    }
+}
+
+// NEG-4 is judged on what the client heard the node list, not on what it accepts: a client of a
+// node that accepts CRC32C breaks it by asking for CRC32C before any SUPPORTED of the node, and
+// keeps it once one (on this connection or another, Judge::heard) listed crc32c.
+#[test]
+fn neg4_follows_the_supported_heard_not_what_the_node_accepts() {
+    let crc32c: &[(&str, &str)] = &[("FRAME_CHECKSUM", "crc32c")];
+    let mut judge = Judge::for_node(ServerOptions::default(), MAX_BODY);
+    let found = switched(&mut judge, crc32c);
+    assert_eq!(rules(&found), vec![("NEG-4", Level::Must, C2S, false)]);
+
+    let listing = [(
+        "FRAME_CHECKSUMS".to_string(),
+        vec!["crc32".into(), "crc32c".into()],
+    )];
+    let mut judge = Judge::for_node(ServerOptions::default(), MAX_BODY);
+    judge.heard(&listing);
+    assert!(switched(&mut judge, crc32c).is_empty());
 }

@@ -715,6 +715,8 @@ fn violations() -> Vec<Case> {
             plain(framed_startup.clone(), Vec::new(), None, None, framed_startup.len())),
         case("unframed-after-switch", "The server sends READY, then an unframed EVENT: the client's first frame header fails its CRC24.", &["LIFE-7", "LIFE-4", "RECV-1"], Some("RECV-1"),
             plain(good_startup.clone(), after_switch, Some(n), Some(ready.len()), n)),
+        case("client-unframed-after-switch", "The server answers STARTUP with READY; the client then sends an unframed OPTIONS: the server's first frame header fails its CRC24, and the client, which must frame after READY, broke LIFE-5.", &["LIFE-7", "LIFE-5", "RECV-1"], Some("RECV-1"),
+            plain([good_startup.clone(), options.clone()].concat(), ready.clone(), Some(n), Some(ready.len()), n)),
         case("pipelined-after-startup", "The client sends a QUERY right after STARTUP, before the response: a server either detects it and stops (LIFE-12, reporting LIFE-6), or writes READY and parses the QUERY as a frame, which fails RECV-1; the manifest lists both outcomes.", &["LIFE-6", "LIFE-12", "RECV-1"], Some("LIFE-6"),
             plain(pipelined.clone(), ready.clone(), Some(n), Some(ready.len()), pipelined.len())),
         case("crc32c-asked-of-old-server", "The client asks for CRC32C though the server's SUPPORTED did not list it (it has no FRAME_CHECKSUMS); the old server ignores the key and frames with CRC32: each side rejects the other's first frame.", &["NEG-4", "RECV-3", "FMT-13"], Some("RECV-3"),
