@@ -16,7 +16,7 @@ use cqlframe::decoder::{Decoder, Event};
 use cqlframe::encoder::SplitPolicy;
 use cqlframe::envelope::{
     envelope_bytes, opcode_name, EnvelopeHeader, Opcode, ENVELOPE_HEADER_LEN, FLAG_COMPRESSION,
-    FLAG_USE_BETA, RESPONSE_BIT,
+    FLAG_USE_BETA, RESPONSE_BIT, RETIRED_VERSIONS,
 };
 use serde::Serialize;
 use std::collections::HashMap;
@@ -447,7 +447,7 @@ impl Conn {
         self.judge_bytes(Direction::ClientToServer, data);
         if let Some(mut first) = self.first.take() {
             first.extend_from_slice(data);
-            if first.len() < ENVELOPE_HEADER_LEN {
+            if EnvelopeHeader::read(&first).is_none() {
                 self.first = Some(first);
                 return;
             }
@@ -464,7 +464,9 @@ impl Conn {
     /// spec's lifecycle section, then a close (drivers probe versions this way, LIFE-9). With
     /// `refuse_options = false` an OPTIONS passes whatever its version and the STARTUP is refused.
     fn refuse_version(&mut self, bytes: &[u8]) -> bool {
-        let h = EnvelopeHeader::parse(bytes[..ENVELOPE_HEADER_LEN].try_into().unwrap());
+        let Some((h, _)) = EnvelopeHeader::read(bytes) else {
+            return false;
+        };
         // A server that answers OPTIONS in any version it knows (3 to 6), DSE versions excepted.
         let lenient_options = !self.shared.script.refuse_options
             && h.opcode == Opcode::Options as u8
@@ -503,7 +505,12 @@ impl Conn {
                 h.version
             ),
         );
-        let answer_version = max.min(5) | RESPONSE_BIT;
+        // A retired version is refused in its own version and 8-byte layout (LIFE-14).
+        let answer_version = if RETIRED_VERSIONS.contains(&v) {
+            v
+        } else {
+            max.min(5)
+        } | RESPONSE_BIT;
         let stream = if self.shared.script.refusal_stream == "zero" {
             0
         } else {
