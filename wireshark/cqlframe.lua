@@ -224,14 +224,17 @@ local function add_envelope(tree, etvb, eoff, env, framed, ctx)
         local item = f.at == "version" and vt or ft
         item:add_proto_expert_info(ef[f.key], framing.describe(f))
     end
-    t:add(pf.stream, etvb(eoff + 2, 2))
-    t:add(pf.opcode, etvb(eoff + 4, 1))
-    t:add(pf.length, etvb(eoff + 5, 4))
+    -- a retired version's 8-byte header has a one-byte stream (LIFE-14)
+    local short = env.header_len == 8 and 1 or 0
+    t:add(pf.stream, etvb(eoff + 2, 2 - short), env.stream)
+    t:add(pf.opcode, etvb(eoff + 4 - short, 1))
+    t:add(pf.length, etvb(eoff + 5 - short, 4))
     local summary = string.format("%s(%d)", name, env.stream)
+    local body = eoff + env.header_len
     if env.length > 0 then
-        local bt = t:add(pf.body, etvb(eoff + 9, env.length))
+        local bt = t:add(pf.body, etvb(body, env.length))
         if proto.prefs.bodies then
-            local ok, s = pcall(cql.body, env, etvb, eoff + 9, bt, pf)
+            local ok, s = pcall(cql.body, env, etvb, body, bt, pf)
             if not ok then
                 bt:add_proto_expert_info(ef.malformed_body, "malformed " .. name .. " body: " .. tostring(s))
             elseif s then

@@ -76,7 +76,8 @@ class Envelope:
 def read_unframed(data, pos, side, max_body):
     """One envelope before the switch ("Unframed handshake and the switch", ENV-3, RECV-9, RECV-12)."""
     v = data[pos]
-    if not ((0x81 <= v <= 0x86) if side == "server" else (0x01 <= v <= 0x06)):
+    # LIFE-3, LIFE-14: v3-v6, or a version probe (v1, v2, v7, DSE's 0x41 and 0x42) and its refusal.
+    if not ((0x81 <= v <= 0x86) if side == "server" else (0x01 <= v <= 0x07 or v in (0x41, 0x42))):
         raise Stop(Finding("LIFE-4" if side == "server" else "LIFE-3", side, pos))
     hlen = 8 if v & 0x7F <= 2 else 9  # v1 and v2 headers have a one-byte stream (JUDGE-1)
     if len(data) - pos < hlen:

@@ -5,7 +5,7 @@
 use super::analyzer::ConnSummary;
 use super::Checker;
 use crate::pcap::read::Reader;
-use crate::pcap::write::{self as capture, Options};
+use crate::pcap::write::{self as capture, HandshakeWrites, Options};
 use crate::verdict::Level;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -135,7 +135,9 @@ fn want_clean(case: &Value) -> bool {
     case["valid"] == true && expected(case).is_empty()
 }
 
-fn streams(case: &Value) -> (Vec<u8>, Vec<u8>, Option<usize>, usize) {
+type Streams = (Vec<u8>, Vec<u8>, Option<usize>, usize, HandshakeWrites);
+
+fn streams(case: &Value) -> Streams {
     let read = |side: &str| {
         std::fs::read(
             root()
@@ -151,12 +153,16 @@ fn streams(case: &Value) -> (Vec<u8>, Vec<u8>, Option<usize>, usize) {
         case["server_responds_after"]
             .as_u64()
             .expect("responds_after") as usize,
+        case["handshake_writes"]
+            .as_str()
+            .and_then(HandshakeWrites::from_name)
+            .expect("handshake_writes"),
     )
 }
 
 fn session_pcap(case: &Value, options: &Options) -> Vec<u8> {
-    let (client, server, switch, after) = streams(case);
-    let turns = capture::session_turns(&client, &server, switch, after).expect("turns");
+    let (client, server, switch, after, writes) = streams(case);
+    let turns = capture::session_turns(&client, &server, switch, after, writes).expect("turns");
     capture::pcap(&turns, options).expect("pcap")
 }
 

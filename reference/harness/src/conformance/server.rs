@@ -17,7 +17,7 @@ use cqlframe::decoder::{Decoder, Event};
 use cqlframe::encoder::SplitPolicy;
 use cqlframe::envelope::{
     envelope_bytes, opcode_name, EnvelopeHeader, Opcode, ENVELOPE_HEADER_LEN, FLAG_COMPRESSION,
-    FLAG_USE_BETA, RESPONSE_BIT,
+    FLAG_USE_BETA, RESPONSE_BIT, RETIRED_VERSIONS,
 };
 use serde::Serialize;
 use std::collections::HashMap;
@@ -178,6 +178,9 @@ struct Shared {
     open: AtomicUsize,
     /// Bytes read and written so far, all kept for the capture.
     held: AtomicUsize,
+    /// A SUPPORTED has been sent on some connection: the driver has heard what the node lists
+    /// (NEG-4 counts a SUPPORTED received on any connection to the node).
+    supported_sent: AtomicBool,
 }
 
 impl Shared {
@@ -193,6 +196,7 @@ impl Shared {
             limits,
             open: AtomicUsize::new(0),
             held: AtomicUsize::new(0),
+            supported_sent: AtomicBool::new(false),
         }
     }
 
@@ -339,6 +343,8 @@ struct Conn {
     /// in [`replay`], where nobody reads concurrently, or once a boundary failed or the
     /// driver closed.
     reads: Option<std::io::Result<ClientSocket>>,
+    /// The judge has been told of a SUPPORTED sent on another connection.
+    heard: bool,
 }
 
 fn serve(shared: Arc<Shared>, id: usize, stream: TcpStream) {
@@ -436,6 +442,7 @@ impl Conn {
             version: 0,
             pending: Vec::new(),
             reads: None,
+            heard: false,
         }
     }
 
@@ -459,7 +466,7 @@ impl Conn {
         self.judge_bytes(Direction::ClientToServer, data);
         if let Some(mut first) = self.first.take() {
             first.extend_from_slice(data);
-            if first.len() < ENVELOPE_HEADER_LEN {
+            if EnvelopeHeader::read(&first).is_none() {
                 self.first = Some(first);
                 return;
             }
@@ -476,7 +483,9 @@ impl Conn {
     /// spec's lifecycle section, then a close (drivers probe versions this way, LIFE-9). With
     /// `refuse_options = false` an OPTIONS passes whatever its version and the STARTUP is refused.
     fn refuse_version(&mut self, bytes: &[u8]) -> bool {
-        let h = EnvelopeHeader::parse(bytes[..ENVELOPE_HEADER_LEN].try_into().unwrap());
+        let Some((h, _)) = EnvelopeHeader::read(bytes) else {
+            return false;
+        };
         // A server that answers OPTIONS in any version it knows (3 to 6), DSE versions excepted.
         let lenient_options = !self.shared.script.refuse_options
             && h.opcode == Opcode::Options as u8
@@ -515,7 +524,12 @@ impl Conn {
                 h.version
             ),
         );
-        let answer_version = max.min(5) | RESPONSE_BIT;
+        // A retired version is refused in its own version and 8-byte layout (LIFE-14).
+        let answer_version = if RETIRED_VERSIONS.contains(&v) {
+            v
+        } else {
+            max.min(5)
+        } | RESPONSE_BIT;
         let stream = if self.shared.script.refusal_stream == "zero" {
             0
         } else {
@@ -633,6 +647,13 @@ impl Conn {
     /// Shows the judge what went over the wire, in order. Only what it finds in the driver's
     /// bytes is recorded: the server's own bytes carry the case's faults on purpose.
     fn judge_bytes(&mut self, d: Direction, bytes: &[u8]) {
+        if !self.heard && self.shared.supported_sent.load(Ordering::SeqCst) {
+            let script = &self.shared.script;
+            let supported = cql::supported_body(&script.server_options(), script.max_version);
+            self.judge
+                .heard(&body::read_string_multimap(&supported).unwrap_or_default());
+            self.heard = true;
+        }
         let mut found = Vec::new();
         self.judge.receive(d, bytes, &mut found);
         self.record(d, &found);
@@ -704,10 +725,13 @@ impl Conn {
         let script = self.shared.script.clone();
         let mut target = false;
         let (opcode, reply): (Opcode, Vec<u8>) = match op {
-            Some(Opcode::Options) => (
-                Opcode::Supported,
-                cql::supported_body(&script.server_options(), script.max_version),
-            ),
+            Some(Opcode::Options) => {
+                self.shared.supported_sent.store(true, Ordering::SeqCst);
+                (
+                    Opcode::Supported,
+                    cql::supported_body(&script.server_options(), script.max_version),
+                )
+            }
             Some(Opcode::Startup) if unframed && self.refusal(&h) => return,
             Some(Opcode::Startup) => {
                 let options = body::read_string_map(&body).unwrap_or_default();

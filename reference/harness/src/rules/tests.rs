@@ -218,20 +218,25 @@ fn a_receiver_error_stops_its_direction() {
 }
 
 // LIFE-7: an envelope sent unframed after the switch fails the receiver's CRC24 (RECV-1); its
-// sender broke LIFE-4 (it did not frame), not CRC-1. A header that merely fails its CRC24 stays
-// CRC-1's.
+// sender did not frame, not CRC-1: the client broke LIFE-5, the server LIFE-4. A header that
+// merely fails its CRC24 stays CRC-1's.
 #[test]
-fn an_unframed_envelope_after_the_switch_is_the_senders_life4() {
-    let mut judge = Judge::new(MAX_BODY);
-    switched(&mut judge, &[]);
-    let mut found = Vec::new();
-    judge.receive(
-        C2S,
-        &envelope_bytes(5, 0, 2, Opcode::Options, &[]),
-        &mut found,
-    );
-    assert_eq!(rules(&found), vec![("RECV-1", Level::Must, C2S, true)]);
-    assert_eq!(found[0].broken_by_sender(), "LIFE-4");
+fn an_unframed_envelope_after_the_switch_is_the_senders_life4_or_life5() {
+    for (d, envelope, sender) in [
+        (C2S, envelope_bytes(5, 0, 2, Opcode::Options, &[]), "LIFE-5"),
+        (
+            S2C,
+            envelope_bytes(0x85, 0, -1, Opcode::Event, &[]),
+            "LIFE-4",
+        ),
+    ] {
+        let mut judge = Judge::new(MAX_BODY);
+        switched(&mut judge, &[]);
+        let mut found = Vec::new();
+        judge.receive(d, &envelope, &mut found);
+        assert_eq!(rules(&found), vec![("RECV-1", Level::Must, d, true)]);
+        assert_eq!(found[0].broken_by_sender(), sender);
+    }
 
     let mut judge = Judge::new(MAX_BODY);
     switched(&mut judge, &[]);
@@ -429,7 +434,7 @@ fn the_error_that_reports_a_client_framing_error_is_not_unpaired() {
     let mut judge = Judge::new(MAX_BODY);
     let mut found = Vec::new();
     let mut bytes = envelope_bytes(5, 0, 3, Opcode::Options, &[]);
-    bytes.extend_from_slice(&envelope_bytes(7, 0, 4, Opcode::Options, &[]));
+    bytes.extend_from_slice(&envelope_bytes(0x1a, 0, 4, Opcode::Options, &[]));
     judge.receive(C2S, &bytes, &mut found);
     assert_eq!(rules(&found), vec![("LIFE-3", Level::Must, C2S, true)]);
     judge.receive(
@@ -506,6 +511,151 @@ fn an_error_to_an_options_does_not_end_the_wait_for_the_startup_response() {
     send_framed_request(&mut judge, &mut found);
     assert!(found.is_empty(), "{found:#?}");
     assert_eq!(judge.stats(C2S).envelopes, 1);
+}
+
+// LIFE-3 allows OPTIONS before STARTUP in the same write; a server that answers SUPPORTED and
+// READY in one write switches its sender at READY (LIFE-4), and the client frames after it
+// (LIFE-5): its first framed request is no byte sent before the STARTUP response (LIFE-6).
+#[test]
+fn options_and_startup_answered_in_one_write_switch_at_the_response() {
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
+    judge.receive(C2S, &[options, startup(&[])].concat(), &mut found);
+    let supported = envelope_bytes(
+        0x85,
+        0,
+        0,
+        Opcode::Supported,
+        &body::string_multimap(&[("FRAME_CHECKSUMS", vec!["crc32", "crc32c"])]),
+    );
+    let ready = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
+    judge.receive(S2C, &[supported, ready].concat(), &mut found);
+    send_framed_request(&mut judge, &mut found);
+    assert!(found.is_empty(), "{found:#?}");
+    assert_eq!(judge.stats(C2S).envelopes, 1);
+    assert!(!judge.stopped(C2S));
+
+    // What that SUPPORTED lists judges the READY after it (NEG-6).
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
+    let crc32c = startup(&[("FRAME_CHECKSUM", "crc32c")]);
+    judge.receive(C2S, &[options, crc32c].concat(), &mut found);
+    let crc32_only = envelope_bytes(
+        0x85,
+        0,
+        0,
+        Opcode::Supported,
+        &body::string_multimap(&[("FRAME_CHECKSUMS", vec!["crc32"])]),
+    );
+    let ready = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
+    judge.receive(S2C, &[crc32_only, ready].concat(), &mut found);
+    assert_eq!(rules(&found), vec![("NEG-6", Level::Must, S2C, false)]);
+}
+
+/// The ERROR (PROTOCOL_ERROR) with which Apache Cassandra 5.0 refuses a request of protocol
+/// version `probe`, in version byte `version`, on stream 0.
+fn version_refusal(version: u8, probe: u8) -> Vec<u8> {
+    let message = format!(
+        "Invalid or unsupported protocol version ({probe}); supported versions are (3/v3, 4/v4, 5/v5, 6/v6-beta)"
+    );
+    protocol_error(version, 0, 0, &message)
+}
+
+// LIFE-14: a version probe breaks no rule. One in a retired version (v1, v2: an 8-byte header
+// with a one-byte stream) is refused in its own version and layout, one in a version above the
+// server's (v7) in the server's version; the refusal pairs with the probe whatever its stream
+// (LIFE-13), and neither side's bytes are misread.
+#[test]
+fn retired_and_future_version_probes_pair_with_their_refusals() {
+    // As measured on Apache Cassandra 5.0.9: the refusal of a v1 STARTUP.
+    assert_eq!(
+        version_refusal(0x81, 1)[..8],
+        [0x81, 0, 0, 0, 0, 0, 0, 0x67]
+    );
+    for (probe, refusal) in [(1, 0x81), (2, 0x82), (7, 0x85)] {
+        for stream in [0, 5] {
+            let mut judge = Judge::new(MAX_BODY);
+            let mut found = Vec::new();
+            let cql = body::string_map(&[("CQL_VERSION", "3.0.0")]);
+            let startup = envelope_bytes(probe, 0, stream, Opcode::Startup, &cql);
+            judge.receive(C2S, &startup, &mut found);
+            judge.receive(S2C, &version_refusal(refusal, probe), &mut found);
+            for d in [C2S, S2C] {
+                judge.finish(d, &mut found);
+                assert_eq!(judge.stats(d).unframed_envelopes, 1, "v{probe} {d:?}");
+                assert!(!judge.stopped(d));
+            }
+            assert!(found.is_empty(), "v{probe} stream {stream}: {found:#?}");
+        }
+    }
+    // A retired envelope with no body is its 8-byte header, whole.
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    let options = envelope_bytes(2, 0, 1, Opcode::Options, &[]);
+    assert_eq!(options.len(), 8);
+    judge.receive(C2S, &options, &mut found);
+    judge.finish(C2S, &mut found);
+    assert!(found.is_empty(), "{found:#?}");
+    assert_eq!(judge.stats(C2S).unframed_envelopes, 1);
+}
+
+// NEG-4, not FMT-13: a node whose SUPPORTED has no FRAME_CHECKSUMS ignores the key and frames
+// CRC32 with the checksum bit clear, as it must; the client that asked CRC32C of it frames CRC32C.
+// Each receiver fails the other's first frame (RECV-3), and the client's NEG-4 is behind both.
+// A node that lists crc32c and frames CRC32 after READY is the one that broke FMT-13.
+#[test]
+fn a_checksum_asked_of_a_node_that_ignores_it_is_the_clients_neg4() {
+    let event = envelope_bytes(0x85, 0, -1, Opcode::Event, &[]);
+    let query = envelope_bytes(5, 0, 2, Opcode::Options, &[]);
+    let crc32c = FrameSettings::new(Format::Uncompressed, PayloadChecksum::Crc32c);
+    let server_frame = framed(FrameSettings::default(), &[event]);
+    let client_frame = framed(crc32c, &[query]);
+    for (listed, server_sender) in [(None, "NEG-4"), (Some(vec!["crc32", "crc32c"]), "FMT-13")] {
+        let mut judge = Judge::new(MAX_BODY);
+        let mut found = Vec::new();
+        let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
+        judge.receive(C2S, &options, &mut found);
+        let map: Vec<(&str, Vec<&str>)> = listed
+            .iter()
+            .map(|l| ("FRAME_CHECKSUMS", l.clone()))
+            .collect();
+        let supported = envelope_bytes(0x85, 0, 0, Opcode::Supported, &body::string_multimap(&map));
+        judge.receive(S2C, &supported, &mut found);
+        found.extend(switched(&mut judge, &[("FRAME_CHECKSUM", "crc32c")]));
+        judge.receive(S2C, &server_frame, &mut found);
+        judge.receive(C2S, &client_frame, &mut found);
+        let recv3: Vec<_> = found
+            .iter()
+            .filter(|f| f.rule == "RECV-3")
+            .map(|f| (f.direction, f.broken_by_sender()))
+            .collect();
+        let mut want = vec![(S2C, server_sender)];
+        if listed.is_none() {
+            want.push((C2S, "NEG-4"));
+        }
+        assert_eq!(recv3, want, "{listed:?}: {found:#?}");
+    }
+}
+
+// NEG-4 is judged on what the client heard the node list, not on what it accepts: a client of a
+// node that accepts CRC32C breaks it by asking for CRC32C before any SUPPORTED of the node, and
+// keeps it once one (on this connection or another, Judge::heard) listed crc32c.
+#[test]
+fn neg4_follows_the_supported_heard_not_what_the_node_accepts() {
+    let crc32c: &[(&str, &str)] = &[("FRAME_CHECKSUM", "crc32c")];
+    let mut judge = Judge::for_node(ServerOptions::default(), MAX_BODY);
+    let found = switched(&mut judge, crc32c);
+    assert_eq!(rules(&found), vec![("NEG-4", Level::Must, C2S, false)]);
+
+    let listing = [(
+        "FRAME_CHECKSUMS".to_string(),
+        vec!["crc32".into(), "crc32c".into()],
+    )];
+    let mut judge = Judge::for_node(ServerOptions::default(), MAX_BODY);
+    judge.heard(&listing);
+    assert!(switched(&mut judge, crc32c).is_empty());
 }
 
 /// (rule, direction, offset) of each finding, in the order made.
