@@ -15,8 +15,8 @@
 //! after a gap.
 
 use super::finding::{Direction, Finding};
-use super::unjudged::Unjudged;
 use super::sender::{SenderChecks, Stats};
+use super::unjudged::Unjudged;
 use crate::verdict::Level;
 use cqlframe::body;
 use cqlframe::checksum::PayloadChecksum;
