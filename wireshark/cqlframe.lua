@@ -134,7 +134,7 @@ local EXPERTS = {
     -- decoding goes on where a receiver has stopped (RECV-11): the course, no rule broken
     after_error = { "Decoded after a framing error", G.SEQUENCE, S.CHAT },
     unsynchronised = { "Not synchronised with the frame stream", G.UNDECODED, S.NOTE },
-    no_frame = { "No verifiable frame in a direction joined midway", G.UNDECODED, S.WARN },
+    no_frame = { "No frame to decode from: not checked", G.UNDECODED, S.WARN },
     capture_gap = { "Bytes missing from the capture", G.UNDECODED, S.WARN },
     capture_held = { "Bytes held behind a hole in the capture", G.UNDECODED, S.NOTE },
     joined = { "Capture joined the connection midway", G.UNDECODED, S.WARN },

@@ -163,7 +163,7 @@ end
 -- frame to the next self-contained one, where judging starts (analyzer.rs, step).
 ---------------------------------------------------------------------------------------------
 local function new_sync(base, known)
-    return { buf = "", pieces = {}, have = 0, need = 0, base = base, scan = 0, known = known ~= nil,
+    return { from = base, buf = "", pieces = {}, have = 0, need = 0, base = base, scan = 0, known = known ~= nil,
              format = known and known.format, checksum = known and known.checksum,
              version = known and known.version, walking = false }
 end
@@ -276,7 +276,7 @@ end
 local function start_joined(c, packet)
     c.decided = true
     c.handshake = "joined"
-    note(c, 1, packet, "joined", "joined midway: no handshake in the capture; frame format detected")
+    note(c, 1, packet, "joined", "joined midway: no handshake in the capture; each direction is decoded from a self-contained frame whose checksums verify")
     c.syncs = { new_sync(0, nil), new_sync(0, nil) }
     for i = 1, 2 do
         local dir = c.conv.dirs[c.keys[i]]
@@ -493,6 +493,15 @@ function M.close(c)
     for d = 1, 2 do
         M.flush(c.tcp[d], function(x) delivery(c, d, x, 0) end)
         settle(c, d, c.last[d] or 0)
+    end
+    -- bytes searched for a frame in vain (a join or a gap that never found its way back) are
+    -- said not to be checked, so that they never read as clean
+    for d = 1, 2 do
+        local s = c.syncs[d]
+        local searched = s and (s.base + s.have - s.from) or 0
+        if searched > 0 then
+            note(c, d, c.last[d] or 0, "no_frame", string.format("%s: no self-contained frame whose checksums verify in the %d bytes from byte %d: not checked", M.DIRECTIONS[d], searched, s.from))
+        end
     end
 end
 

@@ -55,8 +55,8 @@ NOT_COMPARED = {
                 "stopped before the STARTUP response: the judge stops there too, with no finding",
     "unsynchronised": "data that starts with neither a verified frame header nor an envelope: "
                       "where decoding begins, no rule",
-    "no_frame": "no verifiable frame in the first 16 MiB of a direction the capture joined "
-                "midway: compared as a capture note (CAPTURE_NOTES)",
+    "no_frame": "bytes searched in vain for a frame to decode from (a join, a gap): compared "
+                "as a capture note (CAPTURE_NOTES)",
     "capture_gap": "bytes missing from the capture: compared as a capture note (CAPTURE_NOTES)",
     "joined": "a connection joined midway: compared as a capture note (CAPTURE_NOTES)",
     "resynchronised": "where decoding starts after a join or a gap: compared as a capture note "
