@@ -521,8 +521,9 @@ local function show(tvb, pinfo, tree, payload)
     end
 end
 
-local post = Proto("cqlframe_capture", "CQL framing: capture reassembly")
-function post.dissector(tvb, pinfo, tree)
+-- The postdissector is the protocol itself, so that its expert infos and tree are CQLFRAME's;
+-- `claim` below takes the TCP port.
+function proto.dissector(tvb, pinfo, tree)
     local stream = field_value(f_tcp_stream)
     if stream == nil then return end
     local sport, dport = field_value(f_tcp_srcport), field_value(f_tcp_dstport)
@@ -537,11 +538,13 @@ function post.dissector(tvb, pinfo, tree)
     end
     show(tvb, pinfo, tree, payload)
 end
-register_postdissector(post, true)
+register_postdissector(proto, true)
 
--- On its port (or by Decode As) the dissector only claims the connection: the postdissector
--- decodes it, so TCP is asked for no reassembly and no other dissector takes the bytes.
-function proto.dissector(tvb, pinfo, tree)
+-- On its port (or by Decode As, or the heuristic) a connection is only claimed: the
+-- postdissector decodes it, so TCP is asked for no reassembly and no other dissector (Wireshark's
+-- own CQL) takes the bytes.
+local claim = Proto("cqlframe_tcp", "CQL framing: TCP connections taken for CQLFRAME")
+function claim.dissector(tvb, pinfo, tree)
     local stream = field_value(f_tcp_stream)
     if stream ~= nil then claimed[stream] = true end
     return tvb:len()
@@ -555,13 +558,13 @@ local registered_port = 0
 local function register_port()
     local p = proto.prefs.port
     if p == registered_port then return end
-    if registered_port ~= 0 then tcp_table:remove(registered_port, proto) end
-    if p ~= 0 then tcp_table:add(p, proto) end
+    if registered_port ~= 0 then tcp_table:remove(registered_port, claim) end
+    if p ~= 0 then tcp_table:add(p, claim) end
     registered_port = p
 end
 register_port()
 function proto.prefs_changed() register_port() end
-if tcp_table.add_for_decode_as then tcp_table:add_for_decode_as(proto) end
+if tcp_table.add_for_decode_as then tcp_table:add_for_decode_as(claim) end
 
 -- Heuristic: the segment starts with a frame header whose CRC24 verifies (and, when the whole
 -- frame is here, whose trailer is a CRC32 or CRC32C of the payload), or with a v5/v6 OPTIONS or
@@ -594,8 +597,8 @@ local function heuristic(tvb, pinfo, tree)
             and (env.opcode == 0x01 or env.opcode == 0x05) and env.length < 65536
     end
     if not found then return false end
-    pinfo.conversation = proto
-    proto.dissector(tvb, pinfo, tree)
+    pinfo.conversation = claim
+    claim.dissector(tvb, pinfo, tree)
     return true
 end
-proto:register_heuristic("tcp", heuristic)
+claim:register_heuristic("tcp", heuristic)

@@ -74,6 +74,10 @@ for lua in lua5.2 lua5.4; do
     out=$("$lua" wireshark/tests/test_framing.lua "$root" 2>&1)
     echo "$out" | grep -E '^FAIL|passed' | head -40
     count "$out"
+    echo "== TCP reassembly and joins of the capture module ($lua)"
+    out=$("$lua" wireshark/tests/test_capture.lua "$root" 2>&1)
+    echo "$out" | grep -E '^FAIL|passed' | head -40
+    count "$out"
 done
 
 echo "== tshark: golden outputs, envelopes, segmentation, negatives, mid-connection, mutations"

@@ -32,7 +32,7 @@ M.DIRECTIONS = { "client-to-server", "server-to-client" }
 -- TCP reassembly of one direction (tcp.rs). Deliveries: { kind = "data", offset, bytes,
 -- packet }, { kind = "gap", offset, missing, packet }, { kind = "end", offset, reset }.
 ---------------------------------------------------------------------------------------------
-local function new_stream()
+function M.new_stream()
     return { started = false, from_start = false, next_seq = 0, offset = 0, early = {},
              early_bytes = 0, fin_at = nil, ended = false, retransmitted = 0, lost = 0 }
 end
@@ -251,7 +251,7 @@ end
 --- A new connection. `from_start`: the capture holds its SYN. keys: the client's and the
 --- server's endpoint names (framing's direction keys).
 function M.new_connection(from_start, keys, opts, out)
-    local c = { conv = framing.new_conversation(), tcp = { new_stream(), new_stream() },
+    local c = { conv = framing.new_conversation(), tcp = { M.new_stream(), M.new_stream() },
                 syncs = {}, decided = false, seen = { false, false }, keys = keys, opts = opts,
                 out = out, pieces = { {}, {} }, have = { 0, 0 }, need = { 0, 0 },
                 notes = {}, deliveries = 0, last = {}, orphan_stopped = {} }
