@@ -418,7 +418,7 @@ local DIRECTIONS = {
 local function bit_set(v, b) return math.floor(v / b) % 2 == 1 end
 
 -- Takes packet n in: its TCP segment goes to the connection's reassembly.
-local function ingest(pinfo, stream, payload)
+local function ingest(tvb, pinfo, stream, payload)
     local n = pinfo.number
     local sport, dport = field_value(f_tcp_srcport), field_value(f_tcp_dstport)
     local flags = field_value(f_tcp_flags) or 0
@@ -454,7 +454,7 @@ local function ingest(pinfo, stream, payload)
         connections[stream] = c
         order[#order + 1] = stream
     end
-    local bytes = payload and payload.range:bytes():raw() or ""
+    local bytes = payload and tvb:raw(payload.offset, payload.len) or ""
     local wire = field_value(f_tcp_len) or #bytes
     local poff = payload and payload.offset or 0
     c.current = {}
@@ -534,11 +534,11 @@ function proto.dissector(tvb, pinfo, tree)
     if not ingested[pinfo.number] then
         ingested[pinfo.number] = true
         if not pinfo.visited then first_pass_ingested = true end
-        ingest(pinfo, stream, payload)
+        ingest(tvb, pinfo, stream, payload)
     end
     show(tvb, pinfo, tree, payload)
 end
-register_postdissector(proto, true)
+register_postdissector(proto)
 
 -- On its port (or by Decode As, or the heuristic) a connection is only claimed: the
 -- postdissector decodes it, so TCP is asked for no reassembly and no other dissector (Wireshark's
