@@ -540,7 +540,7 @@ local function handshake(conv, dir, env, s, pos, rec, ctx)
         if env.protocol >= 5 then
             conv.startup = st
             dir.mode = "await"
-            dir.startup_number = ctx.number
+            dir.startup_number = ctx.delivery or ctx.number
             dir.role = "client"
         else
             dir.legacy = true
@@ -704,8 +704,9 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
     local rec = { offset = dir.offset, pos = pos, length = len, findings = {}, envelopes = {} }
     -- An orphaned client is judged through the packet of its STARTUP (bytes written with it were
     -- sent before any response could come, LIFE-6) and no further: the kit's judge stops it at
-    -- its next segment.
-    if dir.mode == "await" and dir.orphaned and ctx.number ~= dir.startup_number then
+    -- its next segment. ctx.delivery, where given, numbers the pieces of stream TCP reassembly
+    -- delivers (a packet that fills a hole delivers the segments held behind it as more pieces).
+    if dir.mode == "await" and dir.orphaned and (ctx.delivery or ctx.number) ~= dir.startup_number then
         dir.mode, dir.stop_reason = "stopped", "orphaned"
     end
     if dir.first_error and dir.mode ~= "stopped" then

@@ -347,6 +347,31 @@ fn joined_midway_detects_the_format() {
     }
 }
 
+/// A capture that starts inside the handshake has no frame to decode from: each direction that
+/// carried bytes says it was not checked, rather than read as clean.
+#[test]
+fn joined_without_a_frame_says_what_was_not_checked() {
+    let case = sessions()
+        .into_iter()
+        .find(|c| c["id"] == "session.v5")
+        .expect("case");
+    let base = session_pcap(&case, &Options::default());
+    let packets = records(&base);
+    // from the SUPPORTED on: the handshake, no frame yet in the client's direction before its end
+    let found = check_bytes(&write_pcap(&base, &packets[5..8]));
+    let c = &found[0];
+    assert_eq!(c.handshake, "joined");
+    assert_eq!(c.violations + c.findings, 0, "{:#?}", c.rules);
+    assert!(
+        c.notes.iter().any(
+            |n| n.starts_with("server-to-client: no self-contained frame")
+                && n.ends_with(": not checked")
+        ),
+        "{:#?}",
+        c.notes
+    );
+}
+
 #[test]
 fn a_lost_segment_is_a_gap_not_a_violation() {
     let case = sessions()
