@@ -397,13 +397,6 @@ impl Analyzer {
                 self.summary.dir(d).closed = Some("open at the end of the capture");
             }
             self.summary.dir(d).stats = self.judge.stats(direction(d)).clone();
-            if self.syncs[d].is_some() && self.seen_data[d] {
-                let note = format!(
-                    "{}: no frame to judge from was found after the last gap or join: the rest is not checked",
-                    direction(d).name()
-                );
-                self.summary.notes.push(note);
-            }
         }
         let unjudged = self.judge.unjudged().into_iter().map(|u| u.to_string());
         self.summary.notes.extend(unjudged);
