@@ -11,6 +11,7 @@
 //! - [`cql`]: the few CQL requests and results the server and clients speak.
 //! - [`lz4_by_hand`]: LZ4 blocks written token by token, for the faults no compressor makes.
 //! - [`verdict`]: the typed outcome of a case (level, outcome, check) shared by the reports.
+//! - [`wire_log`]: the text lines of a connection's wire log, a frame's line included.
 //! - [`output`]: the `format` version of every JSON document the tools write.
 
 pub mod check;
@@ -24,3 +25,4 @@ pub mod rules;
 pub mod transcript;
 pub mod vectors;
 pub mod verdict;
+pub mod wire_log;

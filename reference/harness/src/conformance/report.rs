@@ -4,8 +4,6 @@ use super::adapter::{Driver, SelfCheck};
 use super::cases::{Case, Selection};
 use super::runner::CaseResult;
 use crate::verdict::{Level, Outcome, Status};
-use cqlframe::format::Format;
-use cqlframe::frame_decoder::Frame;
 use serde_json::json;
 use std::fmt::Write as _;
 use std::io::Write;
@@ -109,35 +107,6 @@ pub fn publish(run: &Run, dir: &Path) -> std::io::Result<()> {
         dir.display()
     )?;
     Ok(())
-}
-
-/// One frame as the wire logs show it: offset, flag, lengths, checksum bit, both checks, and
-/// the reserved bits when set.
-pub fn frame_line(f: &Frame<'_>) -> String {
-    let h = f.header;
-    let uncompressed = if h.format == Format::Lz4 {
-        format!(" (uncompressed {})", h.uncompressed_length)
-    } else {
-        String::new()
-    };
-    let reserved = if h.reserved != 0 {
-        format!(" reserved={:#x}", h.reserved)
-    } else {
-        String::new()
-    };
-    format!(
-        "frame @{} {} payload {}{uncompressed} ck={} crc24={:06x} trailer={:08x}{reserved}",
-        f.offset,
-        if h.self_contained {
-            "self-contained"
-        } else {
-            "part-of-sequence"
-        },
-        h.payload_length,
-        u8::from(h.checksum_bit),
-        h.crc24,
-        f.payload_checksum,
-    )
 }
 
 pub fn write_all(run: &Run, dir: &Path) -> std::io::Result<()> {

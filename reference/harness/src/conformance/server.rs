@@ -4,13 +4,13 @@
 //! connection, both ways, also goes to a [`Judge`]: what the driver sent is judged there, and
 //! the server records the judge's tally for the harness.
 
-use super::cases::ServerScript;
+use super::cases::{Provocation, ServerScript};
 use super::delivery::{self, Boundary, ClientSocket};
 use super::frames::{self, Layout, OutFrame};
 use super::limits::Limits;
 use crate::cql::{self as cql, Route};
 use crate::rules::{Direction, Judge, Tally};
-use crate::verdict::Level;
+use crate::wire_log::Line;
 use cqlframe::body;
 use cqlframe::connection::{Connection, ConnectionEvent, Negotiated};
 use cqlframe::decoder::{Decoder, Event};
@@ -33,58 +33,6 @@ use std::time::{Duration, Instant};
 const MAX_BODY: u32 = 16 << 20;
 /// Wire-log lines kept per connection.
 const LOG_LIMIT: usize = 400;
-
-/// One line of a connection's wire log.
-#[derive(Clone, Debug, Serialize)]
-pub struct LogEntry {
-    pub t_ms: f64,
-    /// `c2s`, `s2c`, or `note`.
-    pub dir: &'static str,
-    pub text: String,
-}
-
-/// Something the server does on purpose, after which a client closes the connection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Provocation {
-    /// STARTUP answered with ERROR (script `startup_error`): the client should close (LIFE-10).
-    StartupError,
-    /// An unframed response to no request before READY (script `unpaired_response`): the
-    /// client must close (LIFE-13).
-    UnpairedResponse,
-}
-
-impl Provocation {
-    pub fn rule(self) -> &'static str {
-        match self {
-            Provocation::StartupError => "LIFE-10",
-            Provocation::UnpairedResponse => "LIFE-13",
-        }
-    }
-
-    pub fn level(self) -> Level {
-        match self {
-            Provocation::StartupError => Level::Should,
-            Provocation::UnpairedResponse => Level::Must,
-        }
-    }
-
-    /// What the server sends.
-    pub fn what(self) -> &'static str {
-        match self {
-            Provocation::StartupError => "ERROR response to STARTUP",
-            Provocation::UnpairedResponse => "response to no request",
-        }
-    }
-
-    /// The connection, as the judge's messages name it.
-    pub fn connection(self) -> &'static str {
-        match self {
-            Provocation::StartupError => "whose STARTUP got ERROR",
-            Provocation::UnpairedResponse => "on which a response to no request came before READY",
-        }
-    }
-}
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ConnRecord {
@@ -114,7 +62,7 @@ pub struct ConnRecord {
     pub framed_options: u32,
     /// Where the case needs the driver's reads to end at given bytes: how that went.
     pub reads: ReadBoundaries,
-    pub log: Vec<LogEntry>,
+    pub log: Vec<Line>,
     pub log_dropped: usize,
     /// The driver's TCP port (for the capture).
     pub client_port: u16,
@@ -233,7 +181,7 @@ impl Shared {
         let t_ms = self.ms();
         self.with_conn(id, |c| {
             if c.log.len() < LOG_LIMIT {
-                c.log.push(LogEntry { t_ms, dir, text });
+                c.log.push(Line { t_ms, dir, text });
             } else {
                 c.log_dropped += 1;
             }
@@ -562,7 +510,9 @@ impl Conn {
                         body: envelope.body.to_vec(),
                     },
                 )),
-                ConnectionEvent::Frame(frame) => frame_lines.push(super::report::frame_line(frame)),
+                ConnectionEvent::Frame(frame) => {
+                    frame_lines.push(crate::wire_log::frame_line(frame))
+                }
                 ConnectionEvent::Rejected { envelope, error } => {
                     rejected.push((envelope.header, error));
                 }
@@ -1003,7 +953,7 @@ impl Conn {
                 let mut lines = Vec::new();
                 let r = mirror.decode(bytes, |event| {
                     if let Event::Frame(f) = event {
-                        lines.push(super::report::frame_line(f));
+                        lines.push(crate::wire_log::frame_line(f));
                     }
                     Ok(())
                 });

@@ -50,7 +50,7 @@ pub struct Verdict {
     pub checks: Vec<Check>,
     pub unsupported: Option<String>,
     pub informational: Option<String>,
-    pub logs: Vec<Vec<super::client::Line>>,
+    pub logs: Vec<Vec<crate::wire_log::Line>>,
 }
 
 impl Verdict {

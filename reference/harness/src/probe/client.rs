@@ -5,6 +5,7 @@
 
 use crate::rules::{Direction, Judge, Tally};
 use crate::verdict::Check;
+use crate::wire_log::Line;
 use cqlframe::body;
 use cqlframe::connection::{Connection, ConnectionEvent, Role};
 use cqlframe::decoder::{Decoder, Event};
@@ -15,14 +16,6 @@ use std::collections::VecDeque;
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
-
-/// One line of the wire log.
-pub struct Line {
-    pub t_ms: f64,
-    /// `c2s`, `s2c` or `note`.
-    pub dir: &'static str,
-    pub text: String,
-}
 
 pub struct Probe {
     stream: TcpStream,
@@ -309,9 +302,7 @@ impl Probe {
                         lines.push(describe(&envelope.header, envelope.body, true));
                         inbox.push_back((envelope.header, envelope.body.to_vec(), true));
                     }
-                    ConnectionEvent::Frame(f) => {
-                        lines.push(crate::conformance::report::frame_line(f))
-                    }
+                    ConnectionEvent::Frame(f) => lines.push(crate::wire_log::frame_line(f)),
                     ConnectionEvent::Rejected { error, .. } => return Err(error),
                     ConnectionEvent::Switched { offset, negotiated } => {
                         lines.push(format!("switch at byte {offset}: {negotiated}"))

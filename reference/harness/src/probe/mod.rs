@@ -12,7 +12,7 @@ use crate::conformance::adapter::AdapterRun;
 use crate::conformance::cases::Case;
 use crate::conformance::matches;
 use crate::conformance::runner::CaseResult;
-use crate::conformance::server::{ConnRecord, LogEntry, Observations};
+use crate::conformance::server::{ConnRecord, Observations};
 use crate::verdict::{Check, Level, Outcome, Status};
 use serde::Deserialize;
 use std::time::{Duration, Instant};
@@ -95,14 +95,7 @@ pub fn probe(
             .map(|(id, log)| ConnRecord {
                 id,
                 closed_by: Some("probe".into()),
-                log: log
-                    .iter()
-                    .map(|l| LogEntry {
-                        t_ms: l.t_ms,
-                        dir: l.dir,
-                        text: l.text.clone(),
-                    })
-                    .collect(),
+                log: log.clone(),
                 ..ConnRecord::default()
             })
             .collect();
