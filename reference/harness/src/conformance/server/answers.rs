@@ -1,0 +1,178 @@
+//! The server's CQL answers: SUPPORTED, READY or AUTHENTICATE to the handshake (or the
+//! script's provocations), and the results of queries, prepares and executes on the canned
+//! database of [`crate::cql`].
+
+use super::connection::Conn;
+use crate::conformance::cases::Provocation;
+use crate::conformance::frames;
+use crate::cql::{self as cql, Route};
+use cqlframe::body;
+use cqlframe::envelope::{opcode_name, EnvelopeHeader, Opcode, RESPONSE_BIT};
+
+impl Conn {
+    /// The answer to one request: its opcode, its body, and whether it is the fault's target;
+    /// none when the request's version is refused (the connection then closes).
+    pub(super) fn answer_request(
+        &mut self,
+        unframed: bool,
+        h: &EnvelopeHeader,
+        body: &[u8],
+    ) -> Option<(Opcode, Vec<u8>, bool)> {
+        let version = self.version;
+        let script = self.shared.script.clone();
+        let mut target = false;
+        let (opcode, reply): (Opcode, Vec<u8>) = match Opcode::from_u8(h.opcode) {
+            Some(Opcode::Options) => (
+                Opcode::Supported,
+                cql::supported_body(&script.server_options(), script.max_version),
+            ),
+            Some(Opcode::Startup) if unframed && self.refusal(h) => return None,
+            Some(Opcode::Startup) => {
+                let options = body::read_string_map(&body).unwrap_or_default();
+                self.shared.with_conn(self.id, |r| {
+                    r.startup_version = Some(version);
+                    r.startup_options = options.clone();
+                });
+                let decided =
+                    cqlframe::connection::negotiate(version, &options, &script.server_options());
+                match decided {
+                    _ if script.startup_error => {
+                        self.shared.with_conn(self.id, |r| {
+                            r.provocation = Some(Provocation::StartupError)
+                        });
+                        (
+                            Opcode::Error,
+                            body::error(
+                                body::PROTOCOL_ERROR,
+                                "STARTUP refused by the conformance server's script (startup_error)",
+                            ),
+                        )
+                    }
+                    Err(kind) => (
+                        Opcode::Error,
+                        body::error(body::PROTOCOL_ERROR, &format!("{kind} ({})", kind.rule())),
+                    ),
+                    Ok(_) if script.auth => {
+                        let mut b = Vec::new();
+                        cql::put_string(&mut b, "org.apache.cassandra.auth.PasswordAuthenticator");
+                        (Opcode::Authenticate, b)
+                    }
+                    Ok(_) if script.unpaired_response => {
+                        self.send_unpaired(version);
+                        (Opcode::Ready, vec![])
+                    }
+                    Ok(_) => (Opcode::Ready, vec![]),
+                }
+            }
+            Some(Opcode::AuthResponse) => (Opcode::AuthSuccess, 0i32.to_be_bytes().to_vec()),
+            Some(Opcode::Register) => (Opcode::Ready, vec![]),
+            Some(Opcode::Query) => match cql::request_query(&body) {
+                Ok(q) => {
+                    let (reply, is_target) = self.answer(&q, None);
+                    target = is_target;
+                    (Opcode::Result, reply)
+                }
+                Err(e) => (Opcode::Error, body::error(body::PROTOCOL_ERROR, &e)),
+            },
+            Some(Opcode::Prepare) => match cql::request_query(&body) {
+                Ok(q) => {
+                    let id = cql::statement_id(&q);
+                    self.shared
+                        .prepared
+                        .lock()
+                        .unwrap()
+                        .insert(id.clone(), q.clone());
+                    let table = self.table_for(&q);
+                    (Opcode::Result, cql::prepared_result(&id, version, &table))
+                }
+                Err(e) => (Opcode::Error, body::error(body::PROTOCOL_ERROR, &e)),
+            },
+            Some(Opcode::Execute) => {
+                let id = cql::execute_id(&body).unwrap_or_default();
+                let query = self.shared.prepared.lock().unwrap().get(&id).cloned();
+                match query {
+                    Some(q) => {
+                        let (reply, is_target) = self.answer(&q, Some(&body));
+                        target = is_target;
+                        (Opcode::Result, reply)
+                    }
+                    None => {
+                        let mut b = body::error(0x2500, "Unprepared statement");
+                        cql::put_short_bytes(&mut b, &id);
+                        (Opcode::Error, b)
+                    }
+                }
+            }
+            Some(Opcode::Batch) => (Opcode::Result, cql::void_result()),
+            _ => (
+                Opcode::Error,
+                body::error(
+                    body::PROTOCOL_ERROR,
+                    &format!("unexpected opcode {}", opcode_name(h.opcode)),
+                ),
+            ),
+        };
+        Some((opcode, reply, target))
+    }
+
+    /// Writes the unframed response that answers no request (script `unpaired_response`), past
+    /// the server's own Connection, which would refuse it.
+    pub(super) fn send_unpaired(&mut self, version: u8) {
+        self.shared.log(
+            self.id,
+            "s2c",
+            "FAULT: unframed RESULT Void on stream 32752 (0x7ff0), which no request uses (LIFE-13)"
+                .to_string(),
+        );
+        self.write(&frames::stray_envelope(version | RESPONSE_BIT));
+        self.shared.with_conn(self.id, |r| {
+            r.provocation = Some(Provocation::UnpairedResponse)
+        });
+    }
+
+    /// The RESULT body for a query, and whether it is a target of the fault (ks.t rows).
+    pub(super) fn answer(&mut self, query: &str, _execute: Option<&[u8]>) -> (Vec<u8>, bool) {
+        let script = &self.shared.script;
+        match cql::route(query, self.keyspace.as_deref()) {
+            Route::Use(ks) => {
+                self.keyspace = Some(ks.clone());
+                (cql::set_keyspace_result(&ks), false)
+            }
+            Route::Insert => {
+                if let Some(blob) = cql::first_blob_literal(query) {
+                    let ok = blob == cql::blob_pattern(blob.len());
+                    self.shared
+                        .obs
+                        .lock()
+                        .unwrap()
+                        .inserts
+                        .push((blob.len(), ok));
+                }
+                (cql::void_result(), false)
+            }
+            Route::Void => (cql::void_result(), false),
+            Route::TestTable => (
+                cql::rows_result(&cql::test_table(script.rows, script.row_size)),
+                true,
+            ),
+            _ => (cql::rows_result(&self.table_for(query)), false),
+        }
+    }
+
+    pub(super) fn table_for(&self, query: &str) -> cql::Table {
+        let script = &self.shared.script;
+        match cql::route(query, self.keyspace.as_deref()) {
+            Route::Local => cql::project(cql::system_local(self.shared.port), query),
+            Route::Peers => {
+                let table = if query.to_ascii_lowercase().contains("peers_v2") {
+                    cql::system_peers("peers_v2")
+                } else {
+                    cql::system_peers("peers")
+                };
+                cql::project(table, query)
+            }
+            Route::TestTable => cql::test_table(script.rows, script.row_size),
+            _ => cql::empty_table("system", "unknown"),
+        }
+    }
+}
