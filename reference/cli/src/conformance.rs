@@ -11,7 +11,9 @@ use crate::Failure;
 use clap::{Args as ClapArgs, Subcommand};
 use cqlframe_harness::conformance::adapter::{self, SelfCheck};
 use cqlframe_harness::conformance::expectations::{self, Expectations};
-use cqlframe_harness::conformance::{cases, client, diff, load, matches, report, runner, server};
+use cqlframe_harness::conformance::{
+    cases, diff, load, matches, reference_adapter, report, runner, server,
+};
 use cqlframe_harness::output::{self, Versioned};
 use cqlframe_harness::verdict::Outcome;
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -38,7 +40,7 @@ enum Sub {
     /// it saw as one JSON document (schemas/observations.schema.json).
     Server(ServerArgs),
     /// The reference adapter: a client-role Connection running one case's workload.
-    Client(client::ClientOptions),
+    Client(reference_adapter::ClientOptions),
     /// List the cases.
     List(ListArgs),
     /// Compare two runs' report.json, per driver and case; exit 1 when an outcome got worse or
@@ -150,7 +152,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     match args.command {
         None => run_suite(args.run),
         Some(Sub::Run(r)) => run_suite(r),
-        Some(Sub::Client(c)) => match client::run(c) {
+        Some(Sub::Client(c)) => match reference_adapter::run(c) {
             0 => Ok(()),
             code => std::process::exit(i32::from(code)),
         },

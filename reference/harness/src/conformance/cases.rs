@@ -239,7 +239,7 @@ pub struct ServerScript {
     #[serde(default)]
     pub startup_error: bool,
     /// Before answering STARTUP with READY, send an unframed response that pairs with no request
-    /// ([`super::frames::stray_envelope`]): a client closes the connection (LIFE-13).
+    /// ([`super::faults::stray_envelope`]): a client closes the connection (LIFE-13).
     #[serde(default)]
     pub unpaired_response: bool,
     /// Stream of the ERROR refusing a protocol version: `request` (the refused envelope's) or

@@ -44,7 +44,7 @@ pub fn probe(
     fault_wait: Duration,
     mut progress: impl FnMut(usize, usize, &CaseResult),
 ) -> (Vec<Case>, Vec<CaseResult>, Option<String>) {
-    let mut ctx = cases::Ctx {
+    let mut ctx = cases::steps::Ctx {
         target: target.to_string(),
         timeout,
         fault_wait,
@@ -63,8 +63,8 @@ pub fn probe(
     let mut results = Vec::new();
     for (i, case) in chosen.iter().enumerate() {
         let started = Instant::now();
-        let mut v = cases::Verdict::default();
-        let run = cases::run_of(&case.id).expect("every case of the catalogue has its code");
+        let mut v = cases::steps::Evidence::default();
+        let run = cases::code(case).expect("every case of the catalogue has its code");
         run(&mut ctx, &mut v);
         let mut checks: Vec<Check> = v.checks.clone();
         for (status, message) in [

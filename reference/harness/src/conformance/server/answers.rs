@@ -4,7 +4,7 @@
 
 use super::connection::Conn;
 use crate::conformance::cases::Provocation;
-use crate::conformance::frames;
+use crate::conformance::faults;
 use crate::cql::{self as cql, Route};
 use cqlframe::body;
 use cqlframe::envelope::{opcode_name, EnvelopeHeader, Opcode, RESPONSE_BIT};
@@ -124,7 +124,7 @@ impl Conn {
             "FAULT: unframed RESULT Void on stream 32752 (0x7ff0), which no request uses (LIFE-13)"
                 .to_string(),
         );
-        self.write(&frames::stray_envelope(version | RESPONSE_BIT));
+        self.write(&faults::stray_envelope(version | RESPONSE_BIT));
         self.shared.with_conn(self.id, |r| {
             r.provocation = Some(Provocation::UnpairedResponse)
         });

@@ -4,7 +4,7 @@
 
 use super::shared::Shared;
 use crate::conformance::delivery::ClientSocket;
-use crate::conformance::frames::Layout;
+use crate::conformance::layout::Layout;
 use crate::cql;
 use crate::rules::{Direction, Judge};
 use cqlframe::body;

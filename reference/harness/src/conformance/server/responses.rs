@@ -5,7 +5,8 @@
 use super::connection::{Conn, MAX_BODY};
 use super::recording::FaultRecord;
 use crate::conformance::delivery::{self, Boundary};
-use crate::conformance::frames::{self, Layout, OutFrame};
+use crate::conformance::faults::{self, NotApplicable};
+use crate::conformance::layout::{Layout, OutFrame};
 use crate::rules::Direction;
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::envelope::{Opcode, ENVELOPE_HEADER_LEN};
@@ -104,7 +105,7 @@ impl Conn {
             };
             write_frames(&layout.frames(&batch), &mut bytes);
             batch.clear();
-            match frames::apply(&fault, &layout, &envelope) {
+            match faults::apply(&fault, &layout, &envelope) {
                 Ok(f) => {
                     let note = format!("FAULT {}: {}", fault.kind, f.note);
                     self.shared.log(self.id, "note", note);
@@ -121,7 +122,7 @@ impl Conn {
                         break;
                     }
                 }
-                Err(frames::NotApplicable(why)) => {
+                Err(NotApplicable(why)) => {
                     self.shared
                         .log(self.id, "note", format!("fault not applicable: {why}"));
                     self.shared.obs.lock().unwrap().fault_not_applicable = Some(why);
