@@ -366,8 +366,8 @@ mod tests {
         let later = dir.join("later.json");
         let next = output::REPORT + 1;
         std::fs::write(&later, format!(r#"{{"format": {next}, {results}}}"#)).unwrap();
-        assert_eq!(compare(&unversioned, &current).unwrap().unchanged, 1);
-        let e = compare(&current, &later).unwrap_err();
+        assert_eq!(compare(&unversioned, &current, false).unwrap().unchanged, 1);
+        let e = compare(&current, &later, false).unwrap_err();
         assert!(
             e.contains(&format!("later.json: report.json of format {next}")),
             "{e}"

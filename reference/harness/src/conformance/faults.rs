@@ -44,7 +44,7 @@ pub fn stray_envelope(version_byte: u8) -> Vec<u8> {
     )
 }
 
-/// Row values repeat with this period (`cql::row_value`: byte i is 7i + 31k + 1 mod 256).
+/// Row values repeat with this period (`database::row_value`: byte i is 7i + 31k + 1 mod 256).
 const ROW_VALUE_PERIOD: usize = 256;
 
 /// A self-contained LZ4 frame holding `block`, declared as `declared` content bytes, with a valid
@@ -271,7 +271,7 @@ pub fn apply(fault: &Fault, layout: &Layout, envelope: &[u8]) -> Result<Faulted,
 mod tests {
     use super::*;
     use crate::conformance::cases::ServerScript;
-    use crate::cql;
+    use crate::cql::{database, messages};
     use cqlframe::checksum::PayloadChecksum;
     use cqlframe::format::FrameSettings;
     use cqlframe::frame_decoder::FrameDecoder;
@@ -301,13 +301,13 @@ mod tests {
 
     #[test]
     fn bad_blocks_fail_the_rule_their_fault_names() {
-        let rows = cql::test_table(1, 300);
+        let rows = database::test_table(1, 300);
         let response = cqlframe::envelope::envelope_bytes(
             0x85,
             0,
             1,
             cqlframe::envelope::Opcode::Result,
-            &cql::rows_result(&rows),
+            &messages::rows_result(&rows),
         );
         assert_eq!(first_frame(FaultKind::Lz4BadOffset, &response).0, "LZ4-4");
         assert_eq!(

@@ -5,7 +5,7 @@
 use super::adapter::{adapter_args, run_adapter, AdapterRun, Driver, CONTRACT_RULE};
 use super::cases::{Case, Expect, OptIn};
 use super::server::{Observations, Server};
-use crate::cql::expected_digest;
+use crate::cql::database::expected_digest;
 use crate::pcap::session::{session_pcap, Recorded};
 use crate::verdict::{Check, Level, Outcome, Status, EXIT_UNSUPPORTED};
 use cqlframe::checksum::PayloadChecksum;

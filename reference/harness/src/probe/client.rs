@@ -68,7 +68,7 @@ pub struct Aftermath {
 
 /// A QUERY body as v5 (and v6-beta) encode it.
 pub fn query_body(query: &str) -> Vec<u8> {
-    crate::cql::query_body(query, 5)
+    crate::cql::messages::query_body(query, 5)
 }
 
 impl Probe {

@@ -5,7 +5,8 @@
 use super::connection::Conn;
 use crate::conformance::cases::Provocation;
 use crate::conformance::faults;
-use crate::cql::{self as cql, Route};
+use crate::cql::database::{self, Route};
+use crate::cql::messages;
 use cqlframe::body;
 use cqlframe::envelope::{opcode_name, EnvelopeHeader, Opcode, RESPONSE_BIT};
 
@@ -24,7 +25,7 @@ impl Conn {
         let (opcode, reply): (Opcode, Vec<u8>) = match Opcode::from_u8(h.opcode) {
             Some(Opcode::Options) => (
                 Opcode::Supported,
-                cql::supported_body(&script.server_options(), script.max_version),
+                messages::supported_body(&script.server_options(), script.max_version),
             ),
             Some(Opcode::Startup) if unframed && self.refusal(h) => return None,
             Some(Opcode::Startup) => {
@@ -54,7 +55,7 @@ impl Conn {
                     ),
                     Ok(_) if script.auth => {
                         let mut b = Vec::new();
-                        cql::put_string(&mut b, "org.apache.cassandra.auth.PasswordAuthenticator");
+                        body::put_string(&mut b, "org.apache.cassandra.auth.PasswordAuthenticator");
                         (Opcode::Authenticate, b)
                     }
                     Ok(_) if script.unpaired_response => {
@@ -66,7 +67,7 @@ impl Conn {
             }
             Some(Opcode::AuthResponse) => (Opcode::AuthSuccess, 0i32.to_be_bytes().to_vec()),
             Some(Opcode::Register) => (Opcode::Ready, vec![]),
-            Some(Opcode::Query) => match cql::request_query(&body) {
+            Some(Opcode::Query) => match messages::request_query(&body) {
                 Ok(q) => {
                     let (reply, is_target) = self.answer(&q, None);
                     target = is_target;
@@ -74,21 +75,24 @@ impl Conn {
                 }
                 Err(e) => (Opcode::Error, body::error(body::PROTOCOL_ERROR, &e)),
             },
-            Some(Opcode::Prepare) => match cql::request_query(&body) {
+            Some(Opcode::Prepare) => match messages::request_query(&body) {
                 Ok(q) => {
-                    let id = cql::statement_id(&q);
+                    let id = database::statement_id(&q);
                     self.shared
                         .prepared
                         .lock()
                         .unwrap()
                         .insert(id.clone(), q.clone());
                     let table = self.table_for(&q);
-                    (Opcode::Result, cql::prepared_result(&id, version, &table))
+                    (
+                        Opcode::Result,
+                        messages::prepared_result(&id, version, &table),
+                    )
                 }
                 Err(e) => (Opcode::Error, body::error(body::PROTOCOL_ERROR, &e)),
             },
             Some(Opcode::Execute) => {
-                let id = cql::execute_id(&body).unwrap_or_default();
+                let id = messages::execute_id(&body).unwrap_or_default();
                 let query = self.shared.prepared.lock().unwrap().get(&id).cloned();
                 match query {
                     Some(q) => {
@@ -98,12 +102,12 @@ impl Conn {
                     }
                     None => {
                         let mut b = body::error(0x2500, "Unprepared statement");
-                        cql::put_short_bytes(&mut b, &id);
+                        body::put_short_bytes(&mut b, &id);
                         (Opcode::Error, b)
                     }
                 }
             }
-            Some(Opcode::Batch) => (Opcode::Result, cql::void_result()),
+            Some(Opcode::Batch) => (Opcode::Result, messages::void_result()),
             _ => (
                 Opcode::Error,
                 body::error(
@@ -133,14 +137,14 @@ impl Conn {
     /// The RESULT body for a query, and whether it is a target of the fault (ks.t rows).
     pub(super) fn answer(&mut self, query: &str, _execute: Option<&[u8]>) -> (Vec<u8>, bool) {
         let script = &self.shared.script;
-        match cql::route(query, self.keyspace.as_deref()) {
+        match database::route(query, self.keyspace.as_deref()) {
             Route::Use(ks) => {
                 self.keyspace = Some(ks.clone());
-                (cql::set_keyspace_result(&ks), false)
+                (messages::set_keyspace_result(&ks), false)
             }
             Route::Insert => {
-                if let Some(blob) = cql::first_blob_literal(query) {
-                    let ok = blob == cql::blob_pattern(blob.len());
+                if let Some(blob) = database::first_blob_literal(query) {
+                    let ok = blob == database::blob_pattern(blob.len());
                     self.shared
                         .obs
                         .lock()
@@ -148,31 +152,31 @@ impl Conn {
                         .inserts
                         .push((blob.len(), ok));
                 }
-                (cql::void_result(), false)
+                (messages::void_result(), false)
             }
-            Route::Void => (cql::void_result(), false),
+            Route::Void => (messages::void_result(), false),
             Route::TestTable => (
-                cql::rows_result(&cql::test_table(script.rows, script.row_size)),
+                messages::rows_result(&database::test_table(script.rows, script.row_size)),
                 true,
             ),
-            _ => (cql::rows_result(&self.table_for(query)), false),
+            _ => (messages::rows_result(&self.table_for(query)), false),
         }
     }
 
-    pub(super) fn table_for(&self, query: &str) -> cql::Table {
+    pub(super) fn table_for(&self, query: &str) -> messages::Table {
         let script = &self.shared.script;
-        match cql::route(query, self.keyspace.as_deref()) {
-            Route::Local => cql::project(cql::system_local(self.shared.port), query),
+        match database::route(query, self.keyspace.as_deref()) {
+            Route::Local => database::project(database::system_local(self.shared.port), query),
             Route::Peers => {
                 let table = if query.to_ascii_lowercase().contains("peers_v2") {
-                    cql::system_peers("peers_v2")
+                    database::system_peers("peers_v2")
                 } else {
-                    cql::system_peers("peers")
+                    database::system_peers("peers")
                 };
-                cql::project(table, query)
+                database::project(table, query)
             }
-            Route::TestTable => cql::test_table(script.rows, script.row_size),
-            _ => cql::empty_table("system", "unknown"),
+            Route::TestTable => database::test_table(script.rows, script.row_size),
+            _ => database::empty_table("system", "unknown"),
         }
     }
 }

@@ -5,7 +5,7 @@
 use super::shared::Shared;
 use crate::conformance::delivery::ClientSocket;
 use crate::conformance::layout::Layout;
-use crate::cql;
+use crate::cql::messages;
 use crate::rules::{Direction, Judge};
 use cqlframe::body;
 use cqlframe::connection::{Connection, ConnectionEvent};
@@ -349,7 +349,7 @@ impl Conn {
         let flags = if version == 6 { FLAG_USE_BETA } else { 0 };
         let envelope = envelope_bytes(version | RESPONSE_BIT, flags, h.stream, opcode, &reply);
         let what = match opcode {
-            Opcode::Result => cql::describe_result(&reply),
+            Opcode::Result => messages::describe_result(&reply),
             Opcode::Error => body::read_error(&reply)
                 .map(|(code, m)| format!("{code:#06x} {m}"))
                 .unwrap_or_default(),
@@ -361,7 +361,7 @@ impl Conn {
 
 fn describe_request(op: Option<Opcode>, body: &[u8]) -> String {
     match op {
-        Some(Opcode::Query) | Some(Opcode::Prepare) => match cql::request_query(body) {
+        Some(Opcode::Query) | Some(Opcode::Prepare) => match messages::request_query(body) {
             Ok(q) => {
                 let q: String = q.chars().take(90).collect();
                 format!(": {q}")
