@@ -18,6 +18,7 @@ pub mod reference_adapter;
 pub mod report;
 pub mod runner;
 pub mod server;
+pub mod suite;
 
 use std::path::{Path, PathBuf};
 

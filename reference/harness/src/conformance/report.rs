@@ -6,7 +6,6 @@ use super::runner::CaseResult;
 use crate::verdict::{Level, Outcome, Status};
 use serde_json::json;
 use std::fmt::Write as _;
-use std::io::Write;
 use std::path::Path;
 
 /// A finished run, as the reports show it.
@@ -97,16 +96,14 @@ pub fn console(run: &Run) -> String {
     s
 }
 
-/// Prints the matrix, writes every report under `dir`, and says where they are.
-pub fn publish(run: &Run, dir: &Path) -> std::io::Result<()> {
-    writeln!(std::io::stdout(), "{}", console(run))?;
+/// Writes every report under `dir`; the matrix and where the reports are, to print.
+pub fn publish(run: &Run, dir: &Path) -> std::io::Result<String> {
     write_all(run, dir)?;
-    writeln!(
-        std::io::stdout(),
-        "reports: {0}/index.html, {0}/report.json, {0}/junit.xml",
+    Ok(format!(
+        "{}\nreports: {1}/index.html, {1}/report.json, {1}/junit.xml",
+        console(run),
         dir.display()
-    )?;
-    Ok(())
+    ))
 }
 
 pub fn write_all(run: &Run, dir: &Path) -> std::io::Result<()> {

@@ -29,7 +29,7 @@ impl Conn {
             ),
             Some(Opcode::Startup) if unframed && self.refusal(h) => return None,
             Some(Opcode::Startup) => {
-                let options = body::read_string_map(&body).unwrap_or_default();
+                let options = body::read_string_map(body).unwrap_or_default();
                 self.shared.with_conn(self.id, |r| {
                     r.startup_version = Some(version);
                     r.startup_options = options.clone();
@@ -67,7 +67,7 @@ impl Conn {
             }
             Some(Opcode::AuthResponse) => (Opcode::AuthSuccess, 0i32.to_be_bytes().to_vec()),
             Some(Opcode::Register) => (Opcode::Ready, vec![]),
-            Some(Opcode::Query) => match messages::request_query(&body) {
+            Some(Opcode::Query) => match messages::request_query(body) {
                 Ok(q) => {
                     let (reply, is_target) = self.answer(&q, None);
                     target = is_target;
@@ -75,7 +75,7 @@ impl Conn {
                 }
                 Err(e) => (Opcode::Error, body::error(body::PROTOCOL_ERROR, &e)),
             },
-            Some(Opcode::Prepare) => match messages::request_query(&body) {
+            Some(Opcode::Prepare) => match messages::request_query(body) {
                 Ok(q) => {
                     let id = database::statement_id(&q);
                     self.shared
@@ -92,11 +92,11 @@ impl Conn {
                 Err(e) => (Opcode::Error, body::error(body::PROTOCOL_ERROR, &e)),
             },
             Some(Opcode::Execute) => {
-                let id = messages::execute_id(&body).unwrap_or_default();
+                let id = messages::execute_id(body).unwrap_or_default();
                 let query = self.shared.prepared.lock().unwrap().get(&id).cloned();
                 match query {
                     Some(q) => {
-                        let (reply, is_target) = self.answer(&q, Some(&body));
+                        let (reply, is_target) = self.answer(&q, Some(body));
                         target = is_target;
                         (Opcode::Result, reply)
                     }
