@@ -2,7 +2,8 @@
 //! receiver must detect (the rule is [`FaultKind::rule`]).
 
 use super::cases::{Fault, FaultKind};
-use super::layout::{reseal, Layout, OutFrame};
+use super::layout::Layout;
+use crate::fault_builder::{after_first, flip, reseal, serialise, OutFrame};
 use crate::lz4_by_hand::{lz4_block_frame, one_match_block};
 use cqlframe::envelope::{FLAG_USE_BETA, RESPONSE_BIT};
 use cqlframe::format::{Format, MAX_PAYLOAD};
@@ -17,18 +18,6 @@ pub struct Faulted {
 
 /// Why a fault could not be applied on this connection.
 pub struct NotApplicable(pub String);
-
-fn flip(bytes: &mut [u8], bit: usize) {
-    bytes[bit / 8] ^= 1 << (bit % 8);
-}
-
-fn serialise(frames: &[OutFrame]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for f in frames {
-        f.write(&mut out);
-    }
-    out
-}
 
 /// An envelope that answers no request: a Void RESULT on stream 0x7ff0, which drivers leave
 /// unused. An overshooting sequence carries it, and so does the unpaired response before READY.
@@ -120,8 +109,7 @@ pub fn apply(fault: &Fault, layout: &Layout, envelope: &[u8]) -> Result<Faulted,
         }
         FaultKind::ChecksumBit => {
             for f in &mut frames {
-                f.header.checksum_bit = !f.header.checksum_bit;
-                reseal(&mut f.header);
+                f.mismatch_checksum_bit();
             }
             ok(
                 serialise(&frames),
@@ -226,8 +214,7 @@ pub fn apply(fault: &Fault, layout: &Layout, envelope: &[u8]) -> Result<Faulted,
         }
         FaultKind::Interleave => {
             need_sequence("interleave")?;
-            let empty = layout.frame(&[], true);
-            frames.insert(1, empty);
+            after_first(&mut frames, layout.frame(&[], true));
             ok(
                 serialise(&frames),
                 "an empty self-contained frame between the first and second frames of the sequence"
@@ -236,8 +223,7 @@ pub fn apply(fault: &Fault, layout: &Layout, envelope: &[u8]) -> Result<Faulted,
         }
         FaultKind::EmptyContinuation => {
             need_sequence("empty-continuation")?;
-            let empty = layout.frame(&[], false);
-            frames.insert(1, empty);
+            after_first(&mut frames, layout.frame(&[], false));
             ok(
                 serialise(&frames),
                 "an empty non-self-contained frame inside the sequence".into(),

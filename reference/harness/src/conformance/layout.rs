@@ -1,38 +1,9 @@
 //! How the conformance server cuts its responses into frames: split sizes, packing, stored LZ4,
-//! reserved bits, empty frames. Every part of a frame stays explicit, so that a fault
-//! ([`super::faults`]) can change any of them.
+//! reserved bits, empty frames, each an [`OutFrame`] a fault ([`super::faults`]) can change.
 
 use super::cases::ServerScript;
-use cqlframe::checksum::crc24;
-use cqlframe::encoder::frame_parts;
+use crate::fault_builder::{reseal, OutFrame};
 use cqlframe::format::{FrameSettings, MAX_PAYLOAD};
-use cqlframe::header::FrameHeader;
-
-/// One frame to write: every part explicit, so that a fault can change any of them.
-#[derive(Clone, Debug)]
-pub struct OutFrame {
-    pub header: FrameHeader,
-    pub payload: Vec<u8>,
-    pub trailer: u32,
-    /// The content the payload carries (before compression).
-    pub content: Vec<u8>,
-}
-
-impl OutFrame {
-    pub fn write(&self, out: &mut Vec<u8>) {
-        cqlframe::encoder::write_raw(&self.header, &self.payload, self.trailer, out);
-    }
-
-    pub fn header_len(&self) -> usize {
-        self.header.format.header_len()
-    }
-}
-
-/// Recomputes the stored CRC24 of `header` after a field changed.
-pub fn reseal(header: &mut FrameHeader) {
-    let n = header.format.header_len() - 3;
-    header.crc24 = crc24(&header.word().to_le_bytes()[..n]);
-}
 
 /// The frame layout of the server's responses.
 #[derive(Clone, Debug)]
@@ -62,26 +33,12 @@ impl Layout {
 
     /// A frame carrying `content`, as the layout says (compressed unless stored or not shorter).
     pub fn frame(&self, content: &[u8], self_contained: bool) -> OutFrame {
-        let mut scratch = Vec::new();
-        let (mut header, payload) = frame_parts(
-            self.settings,
-            content,
-            self_contained,
-            !self.lz4_store,
-            &mut scratch,
-        );
-        let payload = payload.to_vec();
+        let mut frame = OutFrame::new(self.settings, content, self_contained, !self.lz4_store);
         if self.reserved_bits != 0 {
-            header.reserved = self.reserved_bits;
-            reseal(&mut header);
+            frame.header.reserved = self.reserved_bits;
+            reseal(&mut frame.header);
         }
-        let trailer = self.settings.checksum.compute(&payload);
-        OutFrame {
-            header,
-            payload,
-            trailer,
-            content: content.to_vec(),
-        }
+        frame
     }
 
     /// Frames for `envelopes`: packed (or one per envelope) into self-contained frames up to the

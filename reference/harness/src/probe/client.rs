@@ -3,6 +3,7 @@
 //! after one. Every byte both ways also goes to a [`Judge`]: what it finds in the server's
 //! bytes becomes checks of the case ([`Probe::judged`]).
 
+use crate::fault_builder::OutFrame;
 use crate::rules::{Direction, Judge, Tally};
 use crate::verdict::Check;
 use crate::wire_log::Line;
@@ -11,7 +12,7 @@ use cqlframe::connection::{Connection, ConnectionEvent, Role};
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::encoder::{FrameEncoder, SplitPolicy};
 use cqlframe::envelope::{envelope_bytes, opcode_name, EnvelopeHeader, Opcode, FLAG_USE_BETA};
-use cqlframe::format::FrameSettings;
+use cqlframe::format::{FrameSettings, MAX_PAYLOAD};
 use std::collections::VecDeque;
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
@@ -240,6 +241,19 @@ impl Probe {
         enc.write_frame(content, self_contained, &mut out)
             .expect("content within 131071 bytes");
         out
+    }
+
+    /// A frame of the connection's settings carrying `content`, built part by part for a fault.
+    pub fn out_frame(&self, content: &[u8], self_contained: bool) -> OutFrame {
+        OutFrame::new(self.settings(), content, self_contained, true)
+    }
+
+    /// `envelope` as a sequence of full frames, built part by part for a fault.
+    pub fn sequence(&self, envelope: &[u8]) -> Vec<OutFrame> {
+        envelope
+            .chunks(MAX_PAYLOAD)
+            .map(|c| self.out_frame(c, false))
+            .collect()
     }
 
     pub fn settings(&self) -> FrameSettings {

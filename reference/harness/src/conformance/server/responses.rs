@@ -6,7 +6,8 @@ use super::connection::{Conn, MAX_BODY};
 use super::recording::FaultRecord;
 use crate::conformance::delivery::{self, Boundary};
 use crate::conformance::faults::{self, NotApplicable};
-use crate::conformance::layout::{Layout, OutFrame};
+use crate::conformance::layout::Layout;
+use crate::fault_builder::serialise;
 use crate::rules::Direction;
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::envelope::{Opcode, ENVELOPE_HEADER_LEN};
@@ -103,7 +104,7 @@ impl Conn {
                     continue;
                 }
             };
-            write_frames(&layout.frames(&batch), &mut bytes);
+            bytes.extend(serialise(&layout.frames(&batch)));
             batch.clear();
             match faults::apply(&fault, &layout, &envelope) {
                 Ok(f) => {
@@ -126,12 +127,12 @@ impl Conn {
                     self.shared
                         .log(self.id, "note", format!("fault not applicable: {why}"));
                     self.shared.obs.lock().unwrap().fault_not_applicable = Some(why);
-                    write_frames(&layout.frames(&[envelope]), &mut bytes);
+                    bytes.extend(serialise(&layout.frames(&[envelope])));
                 }
             }
         }
         if !close {
-            write_frames(&layout.frames(&batch), &mut bytes);
+            bytes.extend(serialise(&layout.frames(&batch)));
         }
         self.write(&bytes);
         if close {
@@ -229,11 +230,5 @@ impl Conn {
             }
         }
         self.reads = None;
-    }
-}
-
-fn write_frames(frames: &[OutFrame], out: &mut Vec<u8>) {
-    for f in frames {
-        f.write(out);
     }
 }

@@ -1,6 +1,6 @@
 //! Envelopes: the v6-beta version and its USE_BETA flag, a negative body length.
 
-use super::faults::*;
+use super::injection::*;
 use super::steps::*;
 use crate::probe::client::{decode_as, query_body};
 use cqlframe::body;

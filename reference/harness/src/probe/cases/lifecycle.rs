@@ -1,7 +1,7 @@
 //! Connection lifecycle: OPTIONS and STARTUP, framing after a STARTUP refused, an unframed
 //! envelope after the switch.
 
-use super::faults::*;
+use super::injection::*;
 use super::steps::*;
 use crate::probe::client::{decode_as, query_body};
 use cqlframe::body;

@@ -1,6 +1,6 @@
 //! LZ4 payloads: blocks a receiver must refuse.
 
-use super::faults::*;
+use super::injection::*;
 use super::steps::*;
 use crate::lz4_by_hand::{lz4_block_frame, one_match_block};
 use cqlframe::envelope::Opcode;

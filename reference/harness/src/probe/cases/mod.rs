@@ -25,8 +25,8 @@ macro_rules! cases {
 }
 
 mod envelopes;
-mod faults;
 mod formats;
+mod injection;
 mod lifecycle;
 mod lz4;
 mod negotiation;

@@ -1,7 +1,7 @@
 //! Negotiation: compression and payload checksums asked for in STARTUP, and what the server
 //! does with options it does not list.
 
-use super::faults::*;
+use super::injection::*;
 use super::steps::*;
 use crate::probe::client::query_body;
 use cqlframe::body;

@@ -1,8 +1,9 @@
 //! Receiving: packed, empty, large and chopped frames a server must take, and the corrupt,
 //! interleaved and overshooting ones it must refuse.
 
-use super::faults::*;
+use super::injection::*;
 use super::steps::*;
+use crate::fault_builder::{after_first, flip, serialise};
 use crate::probe::client::query_body;
 use crate::verdict::Status;
 use cqlframe::checksum::PayloadChecksum;
@@ -169,11 +170,8 @@ fn fault_header_crc(ctx: &mut Ctx, v: &mut Evidence) {
         "RECV-1",
         false,
         "OPTIONS frame with one CRC24 bit flipped",
-        &|p| {
-            let mut f = options_frame(p);
-            f[3] ^= 0x01;
-            f
-        },
+        // Bit 0 of the CRC24's first byte.
+        &|p| options_frame(p, |f| flip(f, 3 * 8)),
     )
 }
 
@@ -184,11 +182,8 @@ fn fault_payload_crc(ctx: &mut Ctx, v: &mut Evidence) {
         "RECV-2",
         false,
         "OPTIONS frame with one payload bit flipped (stream id)",
-        &|p| {
-            let mut f = options_frame(p);
-            f[6 + 3] ^= 0x40;
-            f
-        },
+        // Bit 6 of the payload's fourth byte: the stream id.
+        &|p| options_frame(p, |f| flip(f, (6 + 3) * 8 + 6)),
     )
 }
 
@@ -225,14 +220,9 @@ fn fault_interleave(ctx: &mut Ctx, v: &mut Evidence) {
     fault(ctx, v, "RECV-8", false, "first frame of a 300 KB QUERY sequence, a self-contained OPTIONS frame, then the rest of the sequence", &|p| {
         let (_, q) = p.envelope(Opcode::Query, &query_body(&big_query(300_000)));
         let (_, o) = p.envelope(Opcode::Options, &[]);
-        let mut out = Vec::new();
-        for (i, c) in q.chunks(131_071).enumerate() {
-            out.extend_from_slice(&p.frame(c, false));
-            if i == 0 {
-                out.extend_from_slice(&p.frame(&o, true));
-            }
-        }
-        out
+        let mut frames = p.sequence(&q);
+        after_first(&mut frames, p.out_frame(&o, true));
+        serialise(&frames)
     })
 }
 
@@ -246,11 +236,7 @@ fn fault_overshoot(ctx: &mut Ctx, v: &mut Evidence) {
         &|p| {
             let (_, mut q) = p.envelope(Opcode::Query, &query_body(&big_query(200_000)));
             q.extend_from_slice(&[0x55; 100]);
-            let mut out = Vec::new();
-            for c in q.chunks(131_071) {
-                out.extend_from_slice(&p.frame(c, false));
-            }
-            out
+            serialise(&p.sequence(&q))
         },
     )
 }
@@ -264,14 +250,9 @@ fn fault_empty_continuation(ctx: &mut Ctx, v: &mut Evidence) {
         "a 200 KB QUERY sequence with an empty non-self-contained frame after its first frame",
         &|p| {
             let (_, q) = p.envelope(Opcode::Query, &query_body(&big_query(200_000)));
-            let mut out = Vec::new();
-            for (i, c) in q.chunks(131_071).enumerate() {
-                out.extend_from_slice(&p.frame(c, false));
-                if i == 0 {
-                    out.extend_from_slice(&p.frame(&[], false));
-                }
-            }
-            out
+            let mut frames = p.sequence(&q);
+            after_first(&mut frames, p.out_frame(&[], false));
+            serialise(&frames)
         },
     )
 }

@@ -2,13 +2,12 @@
 //! server does, judged against ERR-1 and ERR-4 and the rule the fault breaks.
 
 use super::steps::*;
+use crate::fault_builder::{serialise, OutFrame};
 use crate::probe::client::{decode_as, Aftermath, Probe};
 use cqlframe::body;
 use cqlframe::checksum::PayloadChecksum;
-use cqlframe::encoder::write_raw;
 use cqlframe::envelope::{opcode_name, Opcode};
 use cqlframe::format::{Format, FrameSettings};
-use cqlframe::header::FrameHeader;
 
 /// The server's answer to a fault: one framed ERROR (PROTOCOL_ERROR, stream 0), then a close
 /// (ERR-1, ERR-4); anything else the faulty envelope got means the fault went unnoticed.
@@ -142,18 +141,20 @@ pub(super) fn inject(
     v.keep(p);
 }
 
-pub(super) fn options_frame(p: &mut Probe) -> Vec<u8> {
+/// An OPTIONS frame of the connection's settings, with `fault` done to its bytes.
+pub(super) fn options_frame(p: &mut Probe, fault: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
     let (_, e) = p.envelope(Opcode::Options, &[]);
-    p.frame(&e, true)
+    let mut bytes = serialise(&[p.out_frame(&e, true)]);
+    fault(&mut bytes);
+    bytes
 }
 
 /// An uncompressed OPTIONS frame whose checksum bit names the other checksum than `trailer`, the
 /// one the connection negotiated and the frame's trailer really is (CRC24 correct).
 pub(super) fn mismatched_options_frame(p: &mut Probe, trailer: PayloadChecksum) -> Vec<u8> {
     let (_, e) = p.envelope(Opcode::Options, &[]);
-    let bit = trailer != PayloadChecksum::Crc32c;
-    let h = FrameHeader::new(Format::Uncompressed, e.len() as u32, 0, true, bit);
-    let mut out = Vec::new();
-    write_raw(&h, &e, trailer.compute(&e), &mut out);
-    out
+    let settings = FrameSettings::new(Format::Uncompressed, trailer);
+    let mut frame = OutFrame::new(settings, &e, true, true);
+    frame.mismatch_checksum_bit();
+    serialise(&[frame])
 }
