@@ -12,10 +12,10 @@ pub enum BodyError {
     /// The body ends before a length says it should.
     #[error("malformed CQL body: it ends inside a value")]
     Truncated,
-    /// A [string] holds bytes that are not UTF-8.
+    /// A `[string]` holds bytes that are not UTF-8.
     #[error("malformed CQL body: a string is not UTF-8")]
     NotUtf8,
-    /// A [long string] with a negative length.
+    /// A `[long string]` with a negative length.
     #[error("malformed CQL body: a long string of negative length")]
     NegativeLength,
 }
@@ -34,37 +34,37 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
-    /// A [short].
+    /// A `[short]`.
     pub fn short(&mut self) -> Result<u16, BodyError> {
         let b = self.take(2)?;
         Ok(u16::from_be_bytes([b[0], b[1]]))
     }
 
-    /// An [int].
+    /// An `[int]`.
     pub fn int(&mut self) -> Result<i32, BodyError> {
         let b = self.take(4)?;
         Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    /// A [string], which must be UTF-8.
+    /// A `[string]`, which must be UTF-8.
     pub fn string(&mut self) -> Result<String, BodyError> {
         let bytes = self.short_bytes()?;
         String::from_utf8(bytes.to_vec()).map_err(|_| BodyError::NotUtf8)
     }
 
-    /// The bytes of a [long string] (an [int] length, never negative), not yet decoded.
+    /// The bytes of a `[long string]` (an `[int]` length, never negative), not yet decoded.
     pub fn long_string_bytes(&mut self) -> Result<&'a [u8], BodyError> {
         let n = usize::try_from(self.int()?).map_err(|_| BodyError::NegativeLength)?;
         self.take(n)
     }
 
-    /// [short bytes]; also a [string] read without decoding it.
+    /// `[short bytes]`; also a `[string]` read without decoding it.
     pub fn short_bytes(&mut self) -> Result<&'a [u8], BodyError> {
         let n = self.short()? as usize;
         self.take(n)
     }
 
-    /// [bytes]: `None` for a negative length (null).
+    /// `[bytes]`: `None` for a negative length (null).
     pub fn bytes(&mut self) -> Result<Option<&'a [u8]>, BodyError> {
         let n = self.int()?;
         if n < 0 {
@@ -107,23 +107,23 @@ pub fn read_error_code(body: &[u8]) -> Result<i32, BodyError> {
     Reader(body).int()
 }
 
-/// Appends a [string].
+/// Appends a `[string]`.
 pub fn put_string(out: &mut Vec<u8>, s: &str) {
     put_short_bytes(out, s.as_bytes());
 }
 
-/// Appends a [long string].
+/// Appends a `[long string]`.
 pub fn put_long_string(out: &mut Vec<u8>, s: &str) {
     put_bytes(out, Some(s.as_bytes()));
 }
 
-/// Appends [short bytes].
+/// Appends `[short bytes]`.
 pub fn put_short_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(&(b.len() as u16).to_be_bytes());
     out.extend_from_slice(b);
 }
 
-/// Appends [bytes]; `None` is null (length -1).
+/// Appends `[bytes]`; `None` is null (length -1).
 pub fn put_bytes(out: &mut Vec<u8>, b: Option<&[u8]>) {
     match b {
         None => out.extend_from_slice(&(-1i32).to_be_bytes()),
@@ -134,7 +134,7 @@ pub fn put_bytes(out: &mut Vec<u8>, b: Option<&[u8]>) {
     }
 }
 
-/// Encodes a [string].
+/// Encodes a `[string]`.
 pub fn string(s: &str) -> Vec<u8> {
     let mut out = Vec::new();
     put_string(&mut out, s);

@@ -97,8 +97,8 @@ pub fn console(run: &Run) -> String {
 }
 
 /// Writes every report under `dir`; the matrix and where the reports are, to print.
-pub fn publish(run: &Run, dir: &Path) -> std::io::Result<String> {
-    write_all(run, dir)?;
+pub fn publish(run: &Run, dir: &Path) -> Result<String, String> {
+    write_all(run, dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     Ok(format!(
         "{}\nreports: {1}/index.html, {1}/report.json, {1}/junit.xml",
         console(run),

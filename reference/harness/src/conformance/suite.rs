@@ -164,8 +164,7 @@ pub fn run(options: &Options, mut progress: impl FnMut(Progress)) -> Result<Fini
         results: &results,
         seconds: started.elapsed().as_secs_f64(),
     };
-    let published = report::publish(&run, &options.report_dir)
-        .map_err(|e| format!("{}: {e}", options.report_dir.display()))?;
+    let published = report::publish(&run, &options.report_dir)?;
     let gate = known.map(|known| {
         let entries: Vec<Entry> = results.iter().map(Entry::of).collect();
         known.gate(&entries)

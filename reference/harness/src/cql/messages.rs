@@ -141,7 +141,7 @@ pub fn supported_body(options: &ServerOptions, max_version: u8) -> Vec<u8> {
     cqlframe::body::string_multimap(&entries)
 }
 
-/// The query string of a QUERY or PREPARE body (both start with a [long string]).
+/// The query string of a QUERY or PREPARE body (both start with a `[long string]`).
 pub fn request_query(body: &[u8]) -> Result<String, String> {
     let query = Reader(body)
         .long_string_bytes()
@@ -203,7 +203,7 @@ pub fn parse_prepared(body: &[u8], version: u8) -> Result<(Vec<u8>, Option<Vec<u
     Ok((id, meta))
 }
 
-/// The query parameters of QUERY and EXECUTE: consistency ONE, flags 0 (an [int] on v5+, a
+/// The query parameters of QUERY and EXECUTE: consistency ONE, flags 0 (an `[int]` on v5+, a
 /// [byte] before), so no values.
 fn put_query_parameters(out: &mut Vec<u8>, version: u8) {
     out.extend_from_slice(&1u16.to_be_bytes());

@@ -136,8 +136,7 @@ pub fn run(
         results: &results,
         seconds: started.elapsed().as_secs_f64(),
     };
-    let published = report::publish(&run, &options.report_dir)
-        .map_err(|e| format!("{}: {e}", options.report_dir.display()))?;
+    let published = report::publish(&run, &options.report_dir)?;
     Ok(Finished {
         published,
         listed_but_passed,

@@ -34,7 +34,7 @@ pub fn rows(rows: usize, value_len: usize) -> Vec<u8> {
     messages::rows_result(&table)
 }
 
-/// A [bytes] value.
+/// A `[bytes]` value.
 pub fn bytes_value(v: &[u8]) -> Vec<u8> {
     let mut b = Vec::new();
     cqlframe::body::put_bytes(&mut b, Some(v));

@@ -1,8 +1,9 @@
 //! The conformance server: a CQL server on 127.0.0.1 that speaks through a server-role
-//! [`Connection`], answers the primed queries of [`crate::cql`], and frames its responses as
-//! the case's script says: split sizes, TCP chopping, injected faults. Every byte of each
-//! connection, both ways, also goes to a [`Judge`]: what the driver sent is judged there, and
-//! the server records the judge's tally for the harness.
+//! [`Connection`](cqlframe::connection::Connection), answers the primed queries of
+//! [`crate::cql`], and frames its responses as the case's script says: split sizes, TCP
+//! chopping, injected faults. Every byte of each connection, both ways, also goes to a
+//! [`Judge`](crate::rules::Judge): what the driver sent is judged there, and the server records
+//! the judge's tally for the harness.
 
 mod answers;
 mod connection;

@@ -56,7 +56,7 @@ impl ConnRecord {
 }
 
 /// The read boundaries of one connection: writes whose end the driver's reads were made to
-/// follow (see [`delivery`]).
+/// follow (see [`delivery`](crate::conformance::delivery)).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ReadBoundaries {
     /// Writes after which the driver read every byte before the next write.
@@ -83,6 +83,6 @@ pub struct Observations {
     pub fault_not_applicable: Option<String>,
     /// `insert-large`: blob sizes received and whether each equalled the pattern.
     pub inserts: Vec<(usize, bool)>,
-    /// Connections closed on accept: [`Limits`] reached.
+    /// Connections closed on accept: [`Limits`](crate::conformance::limits::Limits) reached.
     pub refused_connections: u32,
 }

@@ -1,7 +1,7 @@
 //! Envelopes: the v6-beta version and its USE_BETA flag, a negative body length.
 
-use super::injection::*;
-use super::steps::*;
+use super::injection::fault;
+use super::steps::{connect, ready, Ctx, Evidence, CQL, MUST};
 use crate::probe::client::{decode_as, query_body};
 use cqlframe::body;
 use cqlframe::envelope::{envelope_bytes, opcode_name, Opcode, FLAG_USE_BETA};

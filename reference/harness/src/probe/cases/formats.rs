@@ -1,6 +1,6 @@
 //! Frame formats: reserved header bits.
 
-use super::steps::*;
+use super::steps::{ready, supported_ok, Ctx, Evidence, CQL};
 use cqlframe::checksum::{crc24, PayloadChecksum};
 use cqlframe::encoder::write_raw;
 use cqlframe::envelope::Opcode;

@@ -1,7 +1,7 @@
 //! How a probe case injects a fault: a READY connection, the faulty bytes, then what the
 //! server does, judged against ERR-1 and ERR-4 and the rule the fault breaks.
 
-use super::steps::*;
+use super::steps::{ready_v5, Ctx, Evidence, MUST, SHOULD};
 use crate::fault_builder::{serialise, OutFrame};
 use crate::probe::client::{decode_as, Aftermath, Probe};
 use cqlframe::body;

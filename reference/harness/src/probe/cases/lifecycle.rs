@@ -1,8 +1,8 @@
 //! Connection lifecycle: OPTIONS and STARTUP, framing after a STARTUP refused, an unframed
 //! envelope after the switch.
 
-use super::injection::*;
-use super::steps::*;
+use super::injection::fault;
+use super::steps::{connect, needs_lz4, ready, supported_ok, Ctx, Evidence, CQL, LZ4, MUST};
 use crate::probe::client::{decode_as, query_body};
 use cqlframe::body;
 use cqlframe::checksum::PayloadChecksum;

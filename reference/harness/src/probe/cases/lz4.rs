@@ -1,7 +1,7 @@
 //! LZ4 payloads: blocks a receiver must refuse.
 
-use super::injection::*;
-use super::steps::*;
+use super::injection::fault;
+use super::steps::{Ctx, Evidence};
 use crate::lz4_by_hand::{lz4_block_frame, one_match_block};
 use cqlframe::envelope::Opcode;
 

@@ -1,8 +1,11 @@
 //! Negotiation: compression and payload checksums asked for in STARTUP, and what the server
 //! does with options it does not list.
 
-use super::injection::*;
-use super::steps::*;
+use super::injection::judge_fault;
+use super::steps::{
+    connect, expect_result, needs_crc32c, needs_lz4, ready, ready_v5, supported_ok, Ctx, Evidence,
+    CQL, LZ4, MUST,
+};
 use crate::probe::client::query_body;
 use cqlframe::body;
 use cqlframe::envelope::{opcode_name, Opcode};

@@ -1,8 +1,10 @@
 //! Receiving: packed, empty, large and chopped frames a server must take, and the corrupt,
 //! interleaved and overshooting ones it must refuse.
 
-use super::injection::*;
-use super::steps::*;
+use super::injection::{fault, inject, mismatched_options_frame, options_frame};
+use super::steps::{
+    big_query, expect_result, needs_crc32c, ready, ready_v5, supported_ok, Ctx, Evidence, CQL, MUST,
+};
 use crate::fault_builder::{after_first, flip, serialise};
 use crate::probe::client::query_body;
 use crate::verdict::Status;
