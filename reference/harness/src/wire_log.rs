@@ -10,9 +10,29 @@ use serde::Serialize;
 #[derive(Clone, Debug, Serialize)]
 pub struct Line {
     pub t_ms: f64,
-    /// `c2s`, `s2c`, or `note`.
-    pub dir: &'static str,
+    pub dir: Dir,
     pub text: String,
+}
+
+/// What a line is about: bytes from the client, bytes from the server, or what the tool did
+/// or saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dir {
+    C2s,
+    S2c,
+    Note,
+}
+
+impl Dir {
+    /// The name the reports show (and style the line by): `c2s`, `s2c` or `note`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dir::C2s => "c2s",
+            Dir::S2c => "s2c",
+            Dir::Note => "note",
+        }
+    }
 }
 
 /// A frame from its offset on: `at 0: length 5, self-contained, checksum bit 0, reserved 0x0,

@@ -464,9 +464,9 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
                     let _ = writeln!(
                         s,
                         "<span class={}>{:9.1} ms {:4} {}</span>",
-                        l.dir,
+                        l.dir.name(),
                         l.t_ms,
-                        l.dir,
+                        l.dir.name(),
                         esc(&l.text)
                     );
                 }

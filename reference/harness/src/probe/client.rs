@@ -6,7 +6,7 @@
 use crate::fault_builder::OutFrame;
 use crate::rules::{Direction, Judge, Tally};
 use crate::verdict::Check;
-use crate::wire_log::Line;
+use crate::wire_log::{Dir, Line};
 use cqlframe::body;
 use cqlframe::connection::{Connection, ConnectionEvent, Role};
 use cqlframe::decoder::{Decoder, Event};
@@ -121,7 +121,7 @@ impl Probe {
                 if self.raw.len() >= total {
                     let body = self.raw[9..total].to_vec();
                     self.raw.drain(..total);
-                    self.note("s2c", describe(&h, &body, false));
+                    self.note(Dir::S2c, describe(&h, &body, false));
                     return Ok((h, body));
                 }
             }
@@ -146,7 +146,7 @@ impl Probe {
         }
     }
 
-    pub fn note(&mut self, dir: &'static str, text: impl Into<String>) {
+    pub fn note(&mut self, dir: Dir, text: impl Into<String>) {
         self.log.push(Line {
             t_ms: self.start.elapsed().as_secs_f64() * 1000.0,
             dir,
@@ -171,7 +171,7 @@ impl Probe {
         for e in envelopes {
             let h = EnvelopeHeader::parse(e[..9].try_into().expect("9 bytes"));
             self.note(
-                "c2s",
+                Dir::C2s,
                 format!(
                     "{}{} stream {} ({} bytes)",
                     if framed { "" } else { "unframed " },
@@ -278,17 +278,17 @@ impl Probe {
                 return Ok(self.inbox.remove(i).expect("found"));
             }
             if start.elapsed() > self.timeout {
-                self.note("note", "timeout");
+                self.note(Dir::Note, "timeout");
                 // Bytes begun and not finished are what finishing the stream here reports.
                 if let Err(e) = self.conn.clone().finish() {
-                    self.note("note", format!("inside a partial frame: {e}"));
+                    self.note(Dir::Note, format!("inside a partial frame: {e}"));
                     return Err(Wait::Stalled(e.to_string()));
                 }
                 return Err(Wait::Timeout);
             }
             let n = match self.stream.read(&mut buf) {
                 Ok(0) => {
-                    self.note("note", "closed by the server");
+                    self.note(Dir::Note, "closed by the server");
                     return Err(match self.conn.finish() {
                         Err(e) => Wait::Framing(e.to_string()),
                         Ok(()) => Wait::Closed,
@@ -297,7 +297,7 @@ impl Probe {
                 Ok(n) => n,
                 Err(e) if matches!(e.kind(), IoKind::WouldBlock | IoKind::TimedOut) => continue,
                 Err(e) if e.kind() == IoKind::ConnectionReset => {
-                    self.note("note", "reset by the server");
+                    self.note(Dir::Note, "reset by the server");
                     return Err(Wait::Closed);
                 }
                 Err(e) => return Err(Wait::Io(e.to_string())),
@@ -326,10 +326,10 @@ impl Probe {
                 Ok(())
             });
             for l in lines {
-                self.note("s2c", l);
+                self.note(Dir::S2c, l);
             }
             if let Err(e) = r {
-                self.note("note", format!("framing error: {e}"));
+                self.note(Dir::Note, format!("framing error: {e}"));
                 return Err(Wait::Framing(e.to_string()));
             }
         }
@@ -383,7 +383,7 @@ impl Probe {
         }
         let _ = self.stream.shutdown(Shutdown::Both);
         self.note(
-            "note",
+            Dir::Note,
             format!(
                 "after the fault: {} bytes, then {}",
                 bytes.len(),

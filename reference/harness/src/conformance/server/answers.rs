@@ -7,6 +7,7 @@ use crate::conformance::cases::Provocation;
 use crate::conformance::faults;
 use crate::cql::database::{self, Route};
 use crate::cql::messages;
+use crate::wire_log::Dir;
 use cqlframe::body;
 use cqlframe::envelope::{opcode_name, EnvelopeHeader, Opcode, RESPONSE_BIT};
 
@@ -124,7 +125,7 @@ impl Conn {
     pub(super) fn send_unpaired(&mut self, version: u8) {
         self.shared.log(
             self.id,
-            "s2c",
+            Dir::S2c,
             "FAULT: unframed RESULT Void on stream 32752 (0x7ff0), which no request uses (LIFE-13)"
                 .to_string(),
         );

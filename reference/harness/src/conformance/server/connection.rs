@@ -7,6 +7,7 @@ use crate::conformance::delivery::ClientSocket;
 use crate::conformance::layout::Layout;
 use crate::cql::messages;
 use crate::rules::{Direction, Judge};
+use crate::wire_log::Dir;
 use cqlframe::body;
 use cqlframe::connection::{Connection, ConnectionEvent};
 use cqlframe::decoder::Decoder;
@@ -147,7 +148,7 @@ impl Conn {
             .with_conn(self.id, |r| r.refused_version = Some(v));
         self.shared.log(
             self.id,
-            "c2s",
+            Dir::C2s,
             format!(
                 "unframed {} stream {} version {:#04x}: refused",
                 opcode_name(h.opcode),
@@ -170,7 +171,7 @@ impl Conn {
         );
         self.shared.log(
             self.id,
-            "s2c",
+            Dir::S2c,
             format!("unframed ERROR (version {answer_version:#04x}) stream {stream}: {message}"),
         );
         self.write(&reply);
@@ -216,12 +217,12 @@ impl Conn {
             Ok(())
         });
         for line in frame_lines {
-            self.shared.log(self.id, "c2s", line);
+            self.shared.log(self.id, Dir::C2s, line);
         }
         if let Some((offset, n)) = switched {
             self.shared.log(
                 self.id,
-                "note",
+                Dir::Note,
                 format!("client bytes from offset {offset} are framed: {n}"),
             );
         }
@@ -231,7 +232,7 @@ impl Conn {
             let reply = self.conn.reject_response(&header, &error);
             self.shared.log(
                 self.id,
-                "s2c",
+                Dir::S2c,
                 format!("ERROR PROTOCOL_ERROR stream {}: {}", header.stream, error),
             );
             self.write(&reply);
@@ -250,7 +251,7 @@ impl Conn {
                 let reply = self.conn.error_response(&e);
                 self.shared.log(
                     self.id,
-                    "s2c",
+                    Dir::S2c,
                     format!("ERROR PROTOCOL_ERROR stream 0: {}", e),
                 );
                 self.write(&reply);
@@ -265,7 +266,7 @@ impl Conn {
         let text = format!("{} ({} at byte {})", e.kind, e.rule(), e.offset);
         self.shared.log(
             self.id,
-            "note",
+            Dir::Note,
             format!("framing error in client bytes: {text}"),
         );
         self.shared
@@ -331,7 +332,7 @@ impl Conn {
         let summary = describe_request(op, &body);
         self.shared.log(
             self.id,
-            "c2s",
+            Dir::C2s,
             format!(
                 "{}{} stream {} ({} bytes){}",
                 if unframed { "unframed " } else { "" },

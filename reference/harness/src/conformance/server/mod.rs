@@ -18,6 +18,7 @@ pub use recording::{ConnRecord, FaultRecord, Observations, ReadBoundaries};
 use super::cases::ServerScript;
 use super::limits::Limits;
 use crate::conformance::delivery::ClientSocket;
+use crate::wire_log::Dir;
 use connection::Conn;
 use shared::Shared;
 use std::io::{ErrorKind as IoKind, Read};
@@ -118,7 +119,7 @@ fn serve(shared: Arc<Shared>, id: usize, stream: TcpStream) {
                 if !shared.hold(n) {
                     let cap = shared.limits.held_bytes;
                     let note = format!("the server holds more than {cap} bytes: closing");
-                    shared.log(id, "note", note);
+                    shared.log(id, Dir::Note, note);
                     break "server (memory cap)";
                 }
                 let sent = c.sent;
@@ -130,7 +131,7 @@ fn serve(shared: Arc<Shared>, id: usize, stream: TcpStream) {
                     let idle = shared.limits.idle;
                     shared.log(
                         id,
-                        "note",
+                        Dir::Note,
                         format!("nothing received for {idle:?}: closing"),
                     );
                     break "server (idle)";
@@ -145,7 +146,7 @@ fn serve(shared: Arc<Shared>, id: usize, stream: TcpStream) {
         r.closed_ms = Some(t);
         r.closed_by = Some(closed_by.to_string());
     });
-    shared.log(id, "note", format!("connection closed by {closed_by}"));
+    shared.log(id, Dir::Note, format!("connection closed by {closed_by}"));
 }
 
 /// The server's handling of one connection's bytes without the listener: `reads` as the

@@ -9,6 +9,7 @@ use crate::conformance::faults::{self, NotApplicable};
 use crate::conformance::layout::Layout;
 use crate::fault_builder::serialise;
 use crate::rules::Direction;
+use crate::wire_log::Dir;
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::envelope::{Opcode, ENVELOPE_HEADER_LEN};
 use std::io::Write;
@@ -41,16 +42,17 @@ impl Conn {
             let mut out = Vec::new();
             if let Err(e) = self.conn.send(&[&envelope], &mut out) {
                 self.shared
-                    .log(self.id, "note", format!("server send refused: {e}"));
+                    .log(self.id, Dir::Note, format!("server send refused: {e}"));
                 return;
             }
-            self.shared.log(self.id, "s2c", format!("unframed {line}"));
+            self.shared
+                .log(self.id, Dir::S2c, format!("unframed {line}"));
             self.write(&out);
             if let Some(n) = self.conn.negotiated() {
                 let layout = Layout::new(n.settings, &self.shared.script);
                 self.shared.log(
                     self.id,
-                    "note",
+                    Dir::Note,
                     format!(
                         "server frames from byte {}: {n}; capacity {}, split at {}{}",
                         self.sent,
@@ -71,7 +73,7 @@ impl Conn {
         if self.layout.is_none() {
             self.layout = Some(Layout::new(n.settings, &self.shared.script));
         }
-        self.shared.log(self.id, "s2c", line);
+        self.shared.log(self.id, Dir::S2c, line);
         if target {
             self.shared.obs.lock().unwrap().target_served += 1;
         }
@@ -109,7 +111,7 @@ impl Conn {
             match faults::apply(&fault, &layout, &envelope) {
                 Ok(f) => {
                     let note = format!("FAULT {}: {}", fault.kind, f.note);
-                    self.shared.log(self.id, "note", note);
+                    self.shared.log(self.id, Dir::Note, note);
                     let at_ms = self.shared.ms();
                     self.shared.obs.lock().unwrap().fault = Some(FaultRecord {
                         conn: self.id,
@@ -125,7 +127,7 @@ impl Conn {
                 }
                 Err(NotApplicable(why)) => {
                     self.shared
-                        .log(self.id, "note", format!("fault not applicable: {why}"));
+                        .log(self.id, Dir::Note, format!("fault not applicable: {why}"));
                     self.shared.obs.lock().unwrap().fault_not_applicable = Some(why);
                     bytes.extend(serialise(&layout.frames(&[envelope])));
                 }
@@ -157,13 +159,13 @@ impl Conn {
                     Ok(())
                 });
                 for l in lines {
-                    self.shared.log(self.id, "s2c", l);
+                    self.shared.log(self.id, Dir::S2c, l);
                 }
                 if let Err(e) = r {
                     self.mirror_failed = true;
                     self.shared.log(
                         self.id,
-                        "note",
+                        Dir::Note,
                         format!("a conformant client stops here: {e}"),
                     );
                 }
@@ -224,7 +226,7 @@ impl Conn {
                     ),
                     _ => "the driver's reads cannot be observed".to_string(),
                 };
-                self.shared.log(self.id, "note", note);
+                self.shared.log(self.id, Dir::Note, note);
                 self.shared
                     .with_conn(self.id, |r| r.reads.unconfirmed = Some(failed));
             }

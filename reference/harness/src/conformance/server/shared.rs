@@ -4,7 +4,7 @@
 use super::recording::{ConnRecord, Observations};
 use crate::conformance::cases::ServerScript;
 use crate::conformance::limits::Limits;
-use crate::wire_log::Line;
+use crate::wire_log::{Dir, Line};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -77,7 +77,7 @@ impl Shared {
         f(&mut obs.connections[id])
     }
 
-    pub(super) fn log(&self, id: usize, dir: &'static str, text: String) {
+    pub(super) fn log(&self, id: usize, dir: Dir, text: String) {
         let t_ms = self.ms();
         self.with_conn(id, |c| {
             if c.log.len() < LOG_LIMIT {

@@ -3,6 +3,7 @@
 use super::injection::fault;
 use super::steps::{connect, ready, Ctx, Evidence, CQL, MUST};
 use crate::probe::client::{decode_as, query_body};
+use crate::wire_log::Dir;
 use cqlframe::body;
 use cqlframe::envelope::{envelope_bytes, opcode_name, Opcode, FLAG_USE_BETA};
 use cqlframe::format::FrameSettings;
@@ -46,7 +47,7 @@ fn v6_beta_without_flag(ctx: &mut Ctx, v: &mut Evidence) {
     };
     let startup = envelope_bytes(6, 0, 1, Opcode::Startup, &body::string_map(&[CQL]));
     p.note(
-        "c2s",
+        Dir::C2s,
         "unframed STARTUP stream 1 version 0x06 without USE_BETA",
     );
     let _ = p.write(&startup, 0);
@@ -68,7 +69,7 @@ fn v6_beta_without_flag(ctx: &mut Ctx, v: &mut Evidence) {
     }
     // No switch follows: the connection is unframed (or closed).
     let options = envelope_bytes(5, 0, 2, Opcode::Options, &[]);
-    p.note("c2s", "unframed OPTIONS stream 2 version 0x05");
+    p.note(Dir::C2s, "unframed OPTIONS stream 2 version 0x05");
     let _ = p.write(&options, 0);
     let after = p.aftermath(Duration::from_millis(1500));
     let unframed = after.bytes.len() >= 9

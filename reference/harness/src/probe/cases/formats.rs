@@ -1,6 +1,7 @@
 //! Frame formats: reserved header bits.
 
 use super::steps::{ready, supported_ok, Ctx, Evidence, CQL};
+use crate::wire_log::Dir;
 use cqlframe::checksum::{crc24, PayloadChecksum};
 use cqlframe::encoder::write_raw;
 use cqlframe::envelope::Opcode;
@@ -20,7 +21,7 @@ fn reserved_bits(ctx: &mut Ctx, v: &mut Evidence) {
     let mut bytes = Vec::new();
     write_raw(&h, &e, PayloadChecksum::Crc32.compute(&e), &mut bytes);
     p.note(
-        "c2s",
+        Dir::C2s,
         "OPTIONS in a frame with reserved header bit 23 set (CRC24 correct)",
     );
     let _ = p.write(&bytes, 0);

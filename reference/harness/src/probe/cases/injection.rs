@@ -4,6 +4,7 @@
 use super::steps::{ready_v5, Ctx, Evidence, MUST, SHOULD};
 use crate::fault_builder::{serialise, OutFrame};
 use crate::probe::client::{decode_as, Aftermath, Probe};
+use crate::wire_log::Dir;
 use cqlframe::body;
 use cqlframe::checksum::PayloadChecksum;
 use cqlframe::envelope::{opcode_name, Opcode};
@@ -134,7 +135,7 @@ pub(super) fn inject(
     build: &dyn Fn(&mut Probe) -> Vec<u8>,
 ) {
     let bytes = build(&mut p);
-    p.note("c2s", format!("FAULT: {what} ({} bytes)", bytes.len()));
+    p.note(Dir::C2s, format!("FAULT: {what} ({} bytes)", bytes.len()));
     let _ = p.write(&bytes, 0);
     let after = p.aftermath(ctx.fault_wait);
     judge_fault(v, rule, p.settings(), &after, ctx);

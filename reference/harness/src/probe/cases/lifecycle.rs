@@ -4,6 +4,7 @@
 use super::injection::fault;
 use super::steps::{connect, needs_lz4, ready, supported_ok, Ctx, Evidence, CQL, LZ4, MUST};
 use crate::probe::client::{decode_as, query_body};
+use crate::wire_log::Dir;
 use cqlframe::body;
 use cqlframe::checksum::PayloadChecksum;
 use cqlframe::envelope::{opcode_name, Opcode};
@@ -114,7 +115,7 @@ fn startup_error_framing(ctx: &mut Ctx, v: &mut Evidence) {
                     .map(|(c, m)| format!("{c:#06x} {m}"))
                     .unwrap_or_default();
                 p.note(
-                    "note",
+                    Dir::Note,
                     format!(
                         "STARTUP refused ({m}); framing OPTIONS uncompressed with CRC32 (LIFE-8)"
                     ),
@@ -124,7 +125,7 @@ fn startup_error_framing(ctx: &mut Ctx, v: &mut Evidence) {
             }
             Ok((h, _)) => {
                 p.note(
-                    "note",
+                    Dir::Note,
                     format!(
                         "STARTUP answered with {}: not refused",
                         opcode_name(h.opcode)

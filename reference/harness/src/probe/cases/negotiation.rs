@@ -7,6 +7,7 @@ use super::steps::{
     CQL, LZ4, MUST,
 };
 use crate::probe::client::query_body;
+use crate::wire_log::Dir;
 use cqlframe::body;
 use cqlframe::envelope::{opcode_name, Opcode};
 use cqlframe::format::FrameSettings;
@@ -135,7 +136,7 @@ fn crc32c_asked_anyway(ctx: &mut Ctx, v: &mut Evidence) {
             // its payload check, which it answers as any framing error.
             let (_, e) = p.envelope(Opcode::Options, &[]);
             p.note(
-                "note",
+                Dir::Note,
                 "the server ignored FRAME_CHECKSUM: sending a CRC32C frame as negotiated",
             );
             let _ = p.send(&[&e]);

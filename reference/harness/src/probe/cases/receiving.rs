@@ -8,6 +8,7 @@ use super::steps::{
 use crate::fault_builder::{after_first, flip, serialise};
 use crate::probe::client::query_body;
 use crate::verdict::Status;
+use crate::wire_log::Dir;
 use cqlframe::checksum::PayloadChecksum;
 use cqlframe::envelope::Opcode;
 use std::time::Duration;
@@ -49,7 +50,7 @@ fn pack(ctx: &mut Ctx, v: &mut Evidence) {
     }
     let frame = p.frame(&content, true);
     p.note(
-        "c2s",
+        Dir::C2s,
         format!(
             "one self-contained frame with 64 envelopes ({} bytes)",
             content.len()
@@ -79,7 +80,7 @@ fn empty_frame(ctx: &mut Ctx, v: &mut Evidence) {
     let (s, e) = p.envelope(Opcode::Options, &[]);
     let mut bytes = p.frame(&[], true);
     bytes.extend_from_slice(&p.frame(&e, true));
-    p.note("c2s", "an empty self-contained frame, then OPTIONS");
+    p.note(Dir::C2s, "an empty self-contained frame, then OPTIONS");
     let _ = p.write(&bytes, 0);
     supported_ok(
         &mut p,
@@ -104,7 +105,7 @@ fn large(ctx: &mut Ctx, v: &mut Evidence, lz4: bool, piece: usize, chop: usize) 
     let (s2, e2) = p.envelope(Opcode::Options, &[]);
     bytes.extend_from_slice(&p.frame(&e2, true));
     p.note(
-        "c2s",
+        Dir::C2s,
         format!(
             "QUERY of {} bytes as {} non-self-contained frames of {piece} bytes, then OPTIONS; written {}",
             e.len(),
@@ -149,7 +150,7 @@ fn chopped(ctx: &mut Ctx, v: &mut Evidence) {
     content.extend_from_slice(&e2);
     let frame = p.frame(&content, true);
     p.note(
-        "c2s",
+        Dir::C2s,
         format!(
             "a frame of two envelopes written one byte at a time ({} writes)",
             frame.len()
