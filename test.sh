@@ -37,6 +37,11 @@ cargo test --workspace --release
 step "vectors: committed files equal a fresh generation; every case decodes as expected in every chunking"
 cargo run --release -q -p cqlframe-cli -- vectors verify
 
+step "vectors: a judge written from the spec alone (vectors/independent_judge/, standard-library Python, no code shared with the reference) reports every session vector's findings and every frames vector's first error"
+python3 vectors/independent_judge/run.py
+python3 vectors/independent_judge/run_frames.py
+(cd vectors/independent_judge && python3 -m unittest -q test_judge)
+
 step "vectors: manifest.json matches vectors/manifest.schema.json"
 python3 vectors/validate_manifest.py
 
@@ -50,6 +55,12 @@ step "spec: traceability self-test, strict build, rule coverage"
 python3 spec/test_traceability.py
 spec/build.sh
 python3 spec/traceability.py
+
+step "documents: every relative link of every tracked Markdown file, and the spec's paths into the repository, resolve (tools/links.py, after its self-test on broken links); every results table equals what its committed report.json gives and the report matches its schema (tools/results.py --check, after its self-test on a typed edit)"
+python3 tools/links.py --self-test
+python3 tools/links.py
+python3 tools/results.py --self-test
+python3 tools/results.py --check
 
 step "kaitai: grammar compiled for every target; generated Python, JavaScript, Java and Go parsers (and Rust, given KAITAI_RUST_RUNTIME) against the vectors"
 kaitai/test.sh
@@ -79,6 +90,9 @@ CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" conformance/drivers-crc32c/tes
 
 step "conformance: the CI recipe of conformance/README.md from a fresh clone, an adapter outside the kit, diff of two runs"
 conformance/ci/test-recipe.sh
+
+step "conformance: the minimal adapter of conformance/README.md, taken from the page, on the Python driver: the cases it can do PASS, an action it does not do is UNSUPPORTED, the contract kept"
+CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 tools/test_minimal_adapter.py
 
 step "live Apache Cassandra 5.0 (Maven Central): cqlframe probe (known deviations in cassandra/deviations.toml and deviations-lz4-decoder.toml), a Python-driver workload captured and checked by cqlframe check and the Lua dissector; interoperability: the Python and Java drivers with the CRC32C opt-in fall back to CRC32 (old server, new client), read from the capture"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" cassandra/run.sh

@@ -227,6 +227,23 @@ class SummaryAndCoverageTests(unittest.TestCase):
         self.assertEqual(code, 1)
         self.assertIn("FAIL untested MUST/MUST NOT (2)", out)
 
+    def test_unit_test_modules_in_src_are_tests(self):
+        self.repo.run("--write-summary")
+        self.repo.write("reference/harness/src/rules/tests.rs", "// RECV-1\n")
+        self.repo.write("reference/harness/src/rules/judge.rs", "// RECV-2\n")
+        code, out = self.repo.run("--json")
+        report = json.loads(out)
+        self.assertEqual(code, 1, out)
+        self.assertEqual(report["rules"]["RECV-1"]["counts"]["reference-tests"], 1)
+        self.assertEqual(report["rules"]["RECV-1"]["counts"]["code"], 0)
+        self.assertEqual(report["rules"]["RECV-2"]["counts"]["code"], 1)
+        self.assertEqual(report["untested_must"], ["RECV-2"])
+
+    def test_every_area_is_cited(self):
+        for area in t.AREAS:
+            self.assertTrue(t.CITATION_RE.fullmatch(f"{area}-3"), area)
+        self.assertIsNone(t.CITATION_RE.fullmatch("JUDGES-3"))
+
     def test_unknown_id_in_tests_or_code_fails(self):
         self.repo.run("--write-summary")
         self.cite_all_must()

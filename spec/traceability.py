@@ -16,12 +16,14 @@ The specification is the single source of rule identifiers. This script:
 Sources of citations (paths relative to the repository root; missing ones are skipped):
 
   vectors          vectors/manifest.json: the "rules" array of every case
-  reference-tests  every file under any directory named "tests" inside reference/
+  reference-tests  every file under any directory named "tests" inside reference/, and every
+                   unit-test module "tests.rs" inside a "src" directory there
   kaitai-tests     kaitai/tests/
   wireshark-tests  wireshark/tests/
   conformance      conformance/ (the driver cases, conformance/cases.toml, and the adapters)
   probe            conformance/probe.toml: the probe's server cases
-  code             every directory named "src" inside reference/ (not counted as tests)
+  code             every other file under a directory named "src" inside reference/ (not
+                   counted as tests)
 
 Exit status: 0 when every check passes, 1 otherwise, 2 on usage errors.
 --report-only prints the same report but does not fail on coverage problems
@@ -42,12 +44,12 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-AREAS = ("LIFE", "NEG", "FMT", "CRC", "LZ4", "SEND", "RECV", "ENV", "ERR")
+AREAS = ("LIFE", "NEG", "FMT", "CRC", "LZ4", "SEND", "RECV", "ENV", "ERR", "JUDGE")
 LEVELS = ("MUST", "MUST NOT", "SHOULD", "SHOULD NOT", "MAY")
 TESTED_LEVELS = ("MUST", "MUST NOT")
 
 # A citation of a rule ID anywhere in test material or code.
-CITATION_RE = re.compile(r"\b(?:LIFE|NEG|FMT|CRC|LZ4|SEND|RECV|ENV|ERR)-[0-9]+\b")
+CITATION_RE = re.compile(r"\b(?:" + "|".join(AREAS) + r")-[0-9]+\b")
 # Names of CRC algorithms that look like IDs of the CRC area. The spec never assigns
 # these numbers in that area (see its "Stable identifiers" section).
 ALGORITHM_NAMES = frozenset({"CRC-8", "CRC-16", "CRC-24", "CRC-32", "CRC-64"})
@@ -78,6 +80,8 @@ SOURCES = ("vectors", "reference-tests", "kaitai-tests", "wireshark-tests", "con
 TEST_SOURCES = tuple(s for s in SOURCES if s != "code")
 SKIP_DIRS = frozenset({".git", "target", "node_modules", "__pycache__", ".venv", "venv", "build", "dist", ".cache"})
 MAX_SCAN_BYTES = 16 * 1024 * 1024
+# A Rust module of unit tests (`#[cfg(test)] mod tests;`) inside a src directory: tests, not code.
+UNIT_TEST_FILE = "tests.rs"
 
 
 @dataclass
@@ -354,7 +358,7 @@ def collect_citations(root: Path) -> tuple[list[Citation], list[str]]:
 
     probe = root / "conformance" / "probe.toml"
 
-    def scan_tree(base: Path, source: str) -> None:
+    def scan_tree(base: Path, source: str, unit_tests: str | None = None) -> None:
         if not base.is_dir():
             return
         for f in _iter_files(base):
@@ -362,7 +366,8 @@ def collect_citations(root: Path) -> tuple[list[Citation], list[str]]:
                 continue
             text = _read_text(f)
             if text is not None:
-                _scan_text(text, source, f.relative_to(root).as_posix(), cites)
+                kind = unit_tests if unit_tests and f.name == UNIT_TEST_FILE else source
+                _scan_text(text, kind, f.relative_to(root).as_posix(), cites)
 
     for d in _dirs_named(root / "reference", "tests"):
         scan_tree(d, "reference-tests")
@@ -373,7 +378,7 @@ def collect_citations(root: Path) -> tuple[list[Citation], list[str]]:
     if text is not None:
         _scan_text(text, "probe", probe.relative_to(root).as_posix(), cites)
     for d in _dirs_named(root / "reference", "src"):
-        scan_tree(d, "code")
+        scan_tree(d, "code", unit_tests="reference-tests")
     return cites, problems
 
 

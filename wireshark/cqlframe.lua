@@ -24,6 +24,7 @@ if not package.path:find(here .. "/?.lua", 1, true) then
 end
 
 local framing = require("cqlframe.framing")
+local capture = require("cqlframe.capture")
 local cql = require("cqlframe.cql")
 
 local VERSION = "0.1.0"
@@ -97,9 +98,13 @@ for _, f in pairs(pf) do fields[#fields + 1] = f end
 proto.fields = fields
 
 ---------------------------------------------------------------------------------------------
--- Expert info: one entry per finding key of cqlframe/framing.lua. Severity says the rule's
--- level: ERROR for a framing error, WARN for another MUST broken, NOTE for a SHOULD (a
--- recommendation) or a remark that names no rule broken, CHAT for the handshake's course.
+-- Expert info: one entry per finding key of cqlframe/framing.lua and per note of
+-- cqlframe/capture.lua. Severity says what `cqlframe check` reports: ERROR for a framing error,
+-- WARN for another MUST broken, NOTE for a SHOULD (a recommendation) or a remark that names no
+-- rule broken, CHAT for the course of decoding (the handshake, where decoding starts or goes
+-- on). A finding the judge does not report is never an ERROR or a WARN. What the capture cannot
+-- show (bytes missing from it, a connection joined midway) is a WARN of the group UNDECODED,
+-- named as such ("capture_gap", "joined"), never a rule broken.
 ---------------------------------------------------------------------------------------------
 local G, S = expert.group, expert.severity
 local EXPERTS = {
@@ -122,14 +127,22 @@ local EXPERTS = {
     not_envelope = { "Connection does not start with an envelope", G.PROTOCOL, S.ERROR },
     before_response = { "Client sent data before the STARTUP response", G.SEQUENCE, S.ERROR },
     unpaired_response = { "Response that answers no outstanding request before the switch", G.SEQUENCE, S.ERROR },
-    unframed_after_switch = { "Unframed envelope after the switch to framing", G.PROTOCOL, S.ERROR },
+    -- why a header fails its CRC24 (the RECV-1 beside it is the finding): a remark
+    unframed_after_switch = { "Unframed envelope after the switch to framing", G.PROTOCOL, S.NOTE },
     neg_unlisted = { "FRAME_CHECKSUM not offered by the server", G.PROTOCOL, S.WARN },
     missed_refusal = { "STARTUP taken that the server must refuse", G.PROTOCOL, S.WARN },
-    after_error = { "Decoded after a framing error", G.SEQUENCE, S.NOTE },
+    -- decoding goes on where a receiver has stopped (RECV-11): the course, no rule broken
+    after_error = { "Decoded after a framing error", G.SEQUENCE, S.CHAT },
     unsynchronised = { "Not synchronised with the frame stream", G.UNDECODED, S.NOTE },
+    no_frame = { "No frame to decode from: not checked", G.UNDECODED, S.WARN },
+    capture_gap = { "Bytes missing from the capture", G.UNDECODED, S.WARN },
+    capture_held = { "Bytes held behind a hole in the capture", G.UNDECODED, S.NOTE },
+    joined = { "Capture joined the connection midway", G.UNDECODED, S.WARN },
+    resynchronised = { "Decoding starts at a verified self-contained frame", G.SEQUENCE, S.CHAT },
     orphaned = { "Not decoded: the server's direction stopped before the switch", G.UNDECODED, S.NOTE },
     switch = { "Switch to framing", G.SEQUENCE, S.CHAT },
-    no_switch = { "No switch to framing", G.SEQUENCE, S.NOTE },
+    -- a refused version (LIFE-11): the course of the handshake, no rule broken
+    no_switch = { "No switch to framing", G.SEQUENCE, S.CHAT },
     detected = { "Frame format detected from a verified CRC24", G.SEQUENCE, S.CHAT },
     compression_flag = { "Envelope COMPRESSION flag on a framed connection", G.PROTOCOL, S.NOTE },
     use_beta = { "v6 envelope without USE_BETA", G.PROTOCOL, S.WARN },
@@ -150,28 +163,42 @@ proto.experts = experts
 proto.prefs.port = Pref.uint("TCP port", 9042, "TCP port of the CQL server (0: none; Decode As and the heuristic still work)")
 proto.prefs.verify = Pref.bool("Verify payload checksums", true,
     "Compute CRC32 / CRC32C over every payload (pure Lua, the main cost). The header CRC24 is always verified: it decides where frames start.")
-proto.prefs.heuristic = Pref.bool("Detect on other ports", true,
-    "Claim TCP connections on other ports whose first segment starts with a frame header whose CRC24 verifies, or with a v5/v6 OPTIONS or STARTUP")
-proto.prefs.max_body = Pref.uint("Envelope body limit", 16777216,
-    "Flag envelopes whose body length exceeds this many bytes (RECV-12); 0: no limit")
+proto.prefs.heuristic = Pref.bool("Detect on other ports", false,
+    "Off by default, as cqlframe check reads only --port. Claim TCP connections on other ports whose first segment starts with a frame header whose CRC24 verifies, or with a v5/v6 OPTIONS or STARTUP")
+-- 256 MiB, as `cqlframe check --max-body` (the reference's DEFAULT_MAX_ENVELOPE_BODY): the
+-- largest body an Apache Cassandra node can be configured to take, so that no envelope a node
+-- may accept is called too large; a node's own configured maximum is given here.
+proto.prefs.max_body = Pref.uint("Envelope body limit", 268435456,
+    "Flag envelopes whose body length exceeds this many bytes (RECV-12), as cqlframe check --max-body; 0: no limit")
 proto.prefs.bodies = Pref.bool("Decode envelope bodies", true, "Show STARTUP/SUPPORTED maps, ERROR, QUERY, RESULT, ...")
 
 ---------------------------------------------------------------------------------------------
--- State. conversations: tcp.stream -> framing conversation (advanced on the first pass only).
--- calls: packet number -> list of { len, snapshot } per call of the dissector in that packet,
--- so that a revisit decodes from the same state as the first pass.
+-- State. The postdissector reads every TCP packet of a CQL connection (with Wireshark's
+-- defaults a segment that arrives out of order reaches no dissector) and reassembles each
+-- direction itself, as `cqlframe check` does (cqlframe/capture.lua). Each packet is taken in
+-- once, on the first pass that has its TCP fields; what it completed (decoded units, notes on
+-- what the capture cannot show) is kept per packet and shown on every visit. At the end of
+-- the first pass of a two-pass read (Wireshark, tshark -2) the bytes still held behind a hole
+-- are judged after a gap, as check does at the end of a capture.
 ---------------------------------------------------------------------------------------------
 local f_tcp_stream = Field.new("tcp.stream")
-local f_tcp_seq = Field.new("tcp.seq")
-local ok_completeness, f_tcp_completeness = pcall(Field.new, "tcp.completeness")
-if not ok_completeness then f_tcp_completeness = nil end
+local f_tcp_seq = Field.new("tcp.seq_raw")
+local f_tcp_len = Field.new("tcp.len")
+local f_tcp_flags = Field.new("tcp.flags")
+local f_tcp_payload = Field.new("tcp.payload")
+local f_tcp_srcport = Field.new("tcp.srcport")
+local f_tcp_dstport = Field.new("tcp.dstport")
 
-local conversations, calls = {}, {}
-local last_number, call_index = -1, 0
+-- connections: tcp.stream -> capture connection; order: the streams in the order created;
+-- claimed: tcp.stream -> true for a stream taken by Decode As or the heuristic; items:
+-- packet number -> what it completed; held: packet number -> bytes held behind a hole;
+-- ingested: packet number -> true once taken in.
+local connections, order, claimed, items, held, ingested = {}, {}, {}, {}, {}, {}
+local finalised, first_pass_ingested = false, false
 
 function proto.init()
-    conversations, calls = {}, {}
-    last_number, call_index = -1, 0
+    connections, order, claimed, items, held, ingested = {}, {}, {}, {}, {}, {}
+    finalised, first_pass_ingested = false, false
 end
 
 local function field_value(f)
@@ -224,14 +251,17 @@ local function add_envelope(tree, etvb, eoff, env, framed, ctx)
         local item = f.at == "version" and vt or ft
         item:add_proto_expert_info(ef[f.key], framing.describe(f))
     end
-    t:add(pf.stream, etvb(eoff + 2, 2))
-    t:add(pf.opcode, etvb(eoff + 4, 1))
-    t:add(pf.length, etvb(eoff + 5, 4))
+    -- a retired version's 8-byte header has a one-byte stream (LIFE-14)
+    local short = env.header_len == 8 and 1 or 0
+    t:add(pf.stream, etvb(eoff + 2, 2 - short), env.stream)
+    t:add(pf.opcode, etvb(eoff + 4 - short, 1))
+    t:add(pf.length, etvb(eoff + 5 - short, 4))
     local summary = string.format("%s(%d)", name, env.stream)
+    local body = eoff + env.header_len
     if env.length > 0 then
-        local bt = t:add(pf.body, etvb(eoff + 9, env.length))
+        local bt = t:add(pf.body, etvb(body, env.length))
         if proto.prefs.bodies then
-            local ok, s = pcall(cql.body, env, etvb, eoff + 9, bt, pf)
+            local ok, s = pcall(cql.body, env, etvb, body, bt, pf)
             if not ok then
                 bt:add_proto_expert_info(ef.malformed_body, "malformed " .. name .. " body: " .. tostring(s))
             elseif s then
@@ -255,7 +285,7 @@ local function checksum_item(tree, field, range, value, computed, ok, fcomp, fst
     return it
 end
 
-local function render_frame(root, tvb, off, rec, dir, pinfo, ctx)
+local function render_frame(root, tvb, off, rec, ctx)
     local h = rec.header
     local total = rec.truncated and (tvb:len() - off) or rec.length
     local t = root:add(pf.frame, tvb(off, total))
@@ -291,7 +321,7 @@ local function render_frame(root, tvb, off, rec, dir, pinfo, ctx)
     if rec.after_error then
         t:add_proto_expert_info(ef.after_error, string.format("this direction had a framing error (%s) at stream offset %d: a receiver stops there (RECV-11)", rec.after_error.rule, rec.after_error.offset))
     end
-    if rec.detected and rec.offset == dir.switch_offset_detected then
+    if rec.first_detected then
         t:add_proto_expert_info(ef.detected, string.format("no handshake seen: %s frames with %s, detected from a verified header CRC24", rec.format, rec.checksum))
     end
     local rules = add_findings(t, rec)
@@ -336,9 +366,9 @@ local function render_frame(root, tvb, off, rec, dir, pinfo, ctx)
     end
 end
 
-local function render(root, tvb, off, rec, dir, conv, pinfo, ctx)
+local function render(root, tvb, off, rec, ctx)
     if rec.kind == "frame" then
-        return render_frame(root, tvb, off, rec, dir, pinfo, ctx)
+        return render_frame(root, tvb, off, rec, ctx)
     end
     if rec.kind == "undecoded" then
         local it = root:add(pf.undecoded, tvb(off, rec.length))
@@ -377,102 +407,150 @@ local function render(root, tvb, off, rec, dir, conv, pinfo, ctx)
 end
 
 ---------------------------------------------------------------------------------------------
--- The dissector: one call per TCP segment (or reassembled data). Decodes every whole unit
--- (envelope or frame) and asks TCP for the rest of a partial one (desegment_offset/len).
+-- The postdissector: each packet of a CQL connection taken in once (capture.lua judges what
+-- it completes), then shown from what it completed.
 ---------------------------------------------------------------------------------------------
 local function endpoint(addr, port) return tostring(addr) .. ":" .. tostring(port) end
 
 -- A direction as the Info column and the direction field show it, by the sender's role.
 local DIRECTIONS = {
-    client = { arrow = "C→S", text = "client to server" },
-    server = { arrow = "S→C", text = "server to client" },
-    unknown = { arrow = "?→?", text = "unknown" },
+    { arrow = "C→S", text = "client to server" },
+    { arrow = "S→C", text = "server to client" },
 }
 
-local function dissect(tvb, pinfo, tree)
+local function bit_set(v, b) return math.floor(v / b) % 2 == 1 end
+
+-- Takes packet n in: its TCP segment goes to the connection's reassembly.
+local function ingest(tvb, pinfo, stream, payload)
     local n = pinfo.number
-    if n ~= last_number then last_number, call_index = n, 0 end
-    call_index = call_index + 1
-
-    local src = endpoint(pinfo.src, pinfo.src_port)
-    local stream_key = field_value(f_tcp_stream) or (src .. "/" .. endpoint(pinfo.dst, pinfo.dst_port))
-    local conv
-    if not pinfo.visited then
-        conv = conversations[stream_key]
-        if conv == nil then
-            conv = framing.new_conversation()
-            conversations[stream_key] = conv
-        end
-        if conv.dirs[src] == nil then
-            local role = nil
-            local port = proto.prefs.port
-            if port ~= 0 and pinfo.dst_port == port then role = "client"
-            elseif port ~= 0 and pinfo.src_port == port then role = "server" end
-            local d = framing.direction(conv, src, role)
-            local completeness = field_value(f_tcp_completeness)
-            -- the capture holds this connection's SYN (tcp.completeness bit 0) and this is the
-            -- direction's first byte: its first bytes must be an envelope (LIFE-1; LIFE-3, LIFE-4)
-            d.at_start = type(completeness) == "number" and completeness % 2 == 1 and field_value(f_tcp_seq) == 1
-        end
-        local list = calls[n]
-        if list == nil then list = {}; calls[n] = list end
-        list[call_index] = { len = tvb:len(), snap = framing.snapshot(conv) }
+    local sport, dport = field_value(f_tcp_srcport), field_value(f_tcp_dstport)
+    local flags = field_value(f_tcp_flags) or 0
+    local syn, ack = bit_set(flags, 2), bit_set(flags, 16)
+    local port = proto.prefs.port
+    local src, dst = endpoint(pinfo.src, sport), endpoint(pinfo.dst, dport)
+    local c = connections[stream]
+    local d
+    if c then
+        d = (src == c.keys[1]) and 1 or 2
     else
-        local list = calls[n]
-        local c = list and list[call_index]
-        if c == nil or c.len ~= tvb:len() then
-            -- the packet is dissected again from its first call
-            call_index = 1
-            c = list and list[1]
+        if not syn and (payload == nil or payload.range:len() == 0) and (field_value(f_tcp_len) or 0) == 0 then
+            return
         end
-        if c == nil then return 0 end
-        conv = framing.snapshot(c.snap)
+        local client_first
+        if port ~= 0 and dport == port then client_first = true
+        elseif port ~= 0 and sport == port then client_first = false
+        else client_first = not (syn and ack) end   -- a claimed stream: the first sender is the client
+        local keys = client_first and { src, dst } or { dst, src }
+        d = client_first and 1 or 2
+        c = capture.new_connection(syn, keys, opts(), function(packet, item)
+            local list = items[packet]
+            if list == nil then list = {}; items[packet] = list end
+            local cur = connections[stream].current
+            if item.unit and packet == n and cur and cur[item.dir] then
+                local r = cur[item.dir]
+                if item.offset >= r.offset and item.offset + #item.bytes <= r.offset + r.len then
+                    item.tvb_off = r.tvb_off + item.offset - r.offset
+                end
+            end
+            list[#list + 1] = item
+        end)
+        connections[stream] = c
+        order[#order + 1] = stream
     end
-    local dir = conv.dirs[src]
+    local bytes = payload and tvb:raw(payload.offset, payload.len) or ""
+    local wire = field_value(f_tcp_len) or #bytes
+    local poff = payload and payload.offset or 0
+    c.current = {}
+    c.on_data = function(dd, x)
+        if x.packet == n then
+            c.current[dd] = { offset = x.offset, len = #x.bytes, tvb_off = poff + #bytes - #x.bytes }
+        end
+    end
+    local seg = { seq = field_value(f_tcp_seq) or 0, syn = syn, fin = bit_set(flags, 1),
+                  rst = bit_set(flags, 4), payload = bytes, missing = math.max(wire - #bytes, 0) }
+    capture.segment_of(c, d, seg, n)
+    if capture.held(c.tcp[d]) > 0 and #bytes > 0 and c.current[d] == nil then
+        held[n] = { dir = d, offset = c.tcp[d].offset }
+    end
+    c.current = nil
+    if capture.ended(c) then capture.close(c) end
+end
 
-    local len = tvb:len()
-    local s = tvb:raw(0, len)
-    local root = nil   -- added with the first decoded unit: a call that only asks TCP for
-                       -- more bytes leaves no trace, as in the second pass
+-- The end of the first pass: connections still open give up their holes, in order.
+local function finalise()
+    finalised = true
+    if not first_pass_ingested then return end
+    for _, stream in ipairs(order) do capture.close(connections[stream]) end
+end
+
+local function show(tvb, pinfo, tree, payload)
+    local list = items[pinfo.number]
+    local h = held[pinfo.number]
+    if list == nil and (h == nil or finalised) then return end
+    local range = payload and payload.range or tvb()
+    local root = tree:add(proto, range)
     local ctx = { summaries = {} }
-    local o = opts()
-    local off = 0
-    while off < len do
-        local size, kind, more = framing.pdu(conv, dir, s, off + 1, len - off, o)
-        if size == nil then
-            pinfo.desegment_offset = off
-            pinfo.desegment_len = more or DESEGMENT_ONE_MORE_SEGMENT
-            break
+    local first = nil
+    for _, item in ipairs(list or {}) do
+        first = first or item
+        if item.note then
+            root:add_proto_expert_info(ef[item.note], item.text)
+            ctx.summaries[#ctx.summaries + 1] = "[" .. item.text .. "]"
+        else
+            local utvb, off = tvb, item.tvb_off
+            if off == nil then
+                utvb = ByteArray.new(item.bytes, true):tvb("CQL stream bytes")
+                off = 0
+            end
+            render(root, utvb, off, item.unit, ctx)
         end
-        if dir.mode == "framed" and dir.detected and dir.switch_offset_detected == nil then
-            dir.switch_offset_detected = dir.offset
-        end
-        local rec = framing.process(conv, dir, s, off + 1, size, kind, { number = n }, o)
-        if root == nil then root = tree:add(proto, tvb()) end
-        render(root, tvb, off, rec, dir, conv, pinfo, ctx)
-        off = off + size
     end
-    if root == nil then return len end
-    local shown = DIRECTIONS[dir.role] or DIRECTIONS.unknown
-    local state = dir.mode
-    if dir.mode == "framed" then state = "framed " .. dir.format .. "/" .. dir.checksum end
+    if h and not finalised and list == nil then
+        local text = string.format("%s: bytes held behind a hole at byte %d: judged when the hole fills, or after a gap at the end of the capture (a two-pass read: Wireshark, tshark -2)", capture.DIRECTIONS[h.dir], h.offset)
+        root:add_proto_expert_info(ef.capture_held, text)
+        ctx.summaries[#ctx.summaries + 1] = "[held behind a hole]"
+        first = { dir = h.dir }
+    end
+    local shown = DIRECTIONS[first.dir]
+    local last = nil
+    for _, item in ipairs(list or {}) do if item.unit then last = item end end
+    local state = last and last.state or "capture gap"
     root:add(pf.direction, shown.text):set_generated()
     root:add(pf.mode, state):set_generated()
     root:append_text(string.format(", %s, %s", shown.arrow, state))
     if #ctx.summaries > 0 then
         pinfo.cols.protocol = "CQL"
-        local text = table.concat(ctx.summaries, ", ")
-        if call_index == 1 then
-            pinfo.cols.info = shown.arrow .. " " .. text
-        else
-            pinfo.cols.info:append(", " .. text)
-        end
+        pinfo.cols.info = shown.arrow .. " " .. table.concat(ctx.summaries, ", ")
     end
-    return len
 end
 
+-- The postdissector is the protocol itself, so that its expert infos and tree are CQLFRAME's;
+-- `claim` below takes the TCP port.
 function proto.dissector(tvb, pinfo, tree)
-    return dissect(tvb, pinfo, tree)
+    local stream = field_value(f_tcp_stream)
+    if stream == nil then return end
+    local sport, dport = field_value(f_tcp_srcport), field_value(f_tcp_dstport)
+    local port = proto.prefs.port
+    if not (claimed[stream] or (port ~= 0 and (sport == port or dport == port))) then return end
+    if pinfo.visited and not finalised then finalise() end
+    local payload = f_tcp_payload()
+    if not ingested[pinfo.number] then
+        ingested[pinfo.number] = true
+        if not pinfo.visited then first_pass_ingested = true end
+        ingest(tvb, pinfo, stream, payload)
+    end
+    show(tvb, pinfo, tree, payload)
+end
+register_postdissector(proto)
+
+-- On its port (or by Decode As, or the heuristic) a connection is only claimed: the
+-- postdissector decodes it, so TCP is asked for no reassembly and no other dissector (Wireshark's
+-- own CQL) takes the bytes.
+local claim = Proto("cqlframe_tcp", "CQL framing: TCP connections taken for CQLFRAME")
+function claim.dissector(tvb, pinfo, tree)
+    local stream = field_value(f_tcp_stream)
+    if stream ~= nil then claimed[stream] = true end
+    return tvb:len()
 end
 
 ---------------------------------------------------------------------------------------------
@@ -483,13 +561,13 @@ local registered_port = 0
 local function register_port()
     local p = proto.prefs.port
     if p == registered_port then return end
-    if registered_port ~= 0 then tcp_table:remove(registered_port, proto) end
-    if p ~= 0 then tcp_table:add(p, proto) end
+    if registered_port ~= 0 then tcp_table:remove(registered_port, claim) end
+    if p ~= 0 then tcp_table:add(p, claim) end
     registered_port = p
 end
 register_port()
 function proto.prefs_changed() register_port() end
-if tcp_table.add_for_decode_as then tcp_table:add_for_decode_as(proto) end
+if tcp_table.add_for_decode_as then tcp_table:add_for_decode_as(claim) end
 
 -- Heuristic: the segment starts with a frame header whose CRC24 verifies (and, when the whole
 -- frame is here, whose trailer is a CRC32 or CRC32C of the payload), or with a v5/v6 OPTIONS or
@@ -522,8 +600,8 @@ local function heuristic(tvb, pinfo, tree)
             and (env.opcode == 0x01 or env.opcode == 0x05) and env.length < 65536
     end
     if not found then return false end
-    pinfo.conversation = proto
-    dissect(tvb, pinfo, tree)
+    pinfo.conversation = claim
+    claim.dissector(tvb, pinfo, tree)
     return true
 end
-proto:register_heuristic("tcp", heuristic)
+claim:register_heuristic("tcp", heuristic)

@@ -74,6 +74,10 @@ for lua in lua5.2 lua5.4; do
     out=$("$lua" wireshark/tests/test_framing.lua "$root" 2>&1)
     echo "$out" | grep -E '^FAIL|passed' | head -40
     count "$out"
+    echo "== TCP reassembly and joins of the capture module ($lua)"
+    out=$("$lua" wireshark/tests/test_capture.lua "$root" 2>&1)
+    echo "$out" | grep -E '^FAIL|passed' | head -40
+    count "$out"
 done
 
 echo "== tshark: golden outputs, envelopes, segmentation, negatives, mid-connection, mutations"
@@ -96,9 +100,9 @@ out=$(python3 wireshark/tests/check_judge.py "$segmented" 2>&1)
 echo "$out" | grep -E '^FAIL|^  |passed|Traceback|Error' | head -60
 count "$out"
 
-echo "== the same on random connections (seed 1; more: wireshark/tests/differential.py --seed N --count N)"
-out=$(python3 wireshark/tests/differential.py --count 150 --seed 1 2>&1)
-echo "$out" | grep -E '^FAIL|^  |passed|Traceback|Error' | head -80
+echo "== the same on drawn connections: every rule broken and nearly broken, under every TCP artefact (seed 1; more: wireshark/tests/differential.py --seed N --rounds N --count N)"
+out=$(python3 wireshark/tests/differential.py --rounds 1 --count 100 --seed 1 2>&1)
+echo "$out" | grep -E '^FAIL|^  |^per rule|passed|Traceback|Error' | head -120
 count "$out"
 
 echo "wireshark: $passed passed, $failed failed"

@@ -60,12 +60,36 @@ local function uint_le(s, p, n)
 end
 M.uint_le = uint_le
 
---- Envelope header at s[pos..pos+8] (ENV-1).
+-- The retired versions v1 and v2: their envelope header has 8 bytes, with a one-byte stream
+-- (LIFE-14; RETIRED_VERSIONS in reference/cqlframe/src/envelope.rs).
+local RETIRED_VERSIONS = { [0x01] = true, [0x02] = true }
+
+--- The length of an envelope header whose version byte is `version`: 8 for a retired version,
+--- else 9 (header_len in reference/cqlframe/src/envelope.rs).
+function M.header_len(version)
+    return RETIRED_VERSIONS[version % 128] and 8 or 9
+end
+
+--- Envelope header at s[pos..pos+8], as frames carry it whatever its version byte (ENV-1).
 function M.envelope_header(s, pos)
     local version, flags, _, _, opcode = byte(s, pos, pos + 4)
     return {
         version = version, flags = flags, stream = s16be(s, pos + 2), opcode = opcode,
         length = s32be(s, pos + 5), protocol = version % 128, response = version >= 128,
+        header_len = 9,
+    }
+end
+
+--- Unframed envelope header at s[pos..], in the layout its version byte names: 8 bytes with a
+--- one-byte stream for a retired version (LIFE-14), else as M.envelope_header.
+function M.unframed_envelope_header(s, pos)
+    local version = byte(s, pos)
+    if M.header_len(version) == 9 then return M.envelope_header(s, pos) end
+    local flags, stream, opcode = byte(s, pos + 1, pos + 3)
+    return {
+        version = version, flags = flags, stream = stream >= 128 and stream - 256 or stream,
+        opcode = opcode, length = s32be(s, pos + 4), protocol = version % 128,
+        response = version >= 128, header_len = 8,
     }
 end
 
@@ -76,14 +100,23 @@ function M.envelope_version_ok(s, pos)
     return v >= 3 and v <= 6
 end
 
--- Version bytes a client may probe with that the reference does not speak (v1, v2, DSE_V1,
--- DSE_V2): the server refuses such a request and no rule is broken (in cqlframe, a
+-- Version bytes a client may probe with that the reference does not speak (v1, v2, v7, DSE_V1,
+-- DSE_V2): the server refuses such a request and no rule is broken (LIFE-14; in cqlframe, a
 -- ConnectionEvent::Refused).
-local UNSPOKEN_VERSIONS = { [0x01] = true, [0x02] = true, [0x41] = true, [0x42] = true }
+local UNSPOKEN_VERSIONS = { [0x01] = true, [0x02] = true, [0x07] = true, [0x41] = true, [0x42] = true }
 
---- True if the byte at pos starts an envelope a receiver of dir reads before the switch.
+--- True if the byte at pos starts an envelope a receiver of dir reads before the switch: a
+--- version probe from the client, the refusal of a retired one from the server (LIFE-14).
 local function unframed_version_ok(dir, s, pos)
-    return M.envelope_version_ok(s, pos) or (dir.role ~= "server" and UNSPOKEN_VERSIONS[byte(s, pos)] == true)
+    local b = byte(s, pos)
+    return M.envelope_version_ok(s, pos) or (dir.role ~= "server" and UNSPOKEN_VERSIONS[b] == true)
+        or (dir.role ~= "client" and b >= 128 and RETIRED_VERSIONS[b - 128] == true)
+end
+
+-- Whether `env` is a client's version probe, which the server refuses without processing it
+-- (LIFE-14).
+local function probe(env)
+    return not env.response and UNSPOKEN_VERSIONS[env.version] == true
 end
 
 --- True if the bytes at pos begin like an envelope header of protocol v3..v6 (for a capture
@@ -213,7 +246,7 @@ local function classify(conv, dir, s, pos, avail)
     if conv.negotiated then return "negotiated" end
     if dir.at_start then
         -- a receiver reads the first bytes as an envelope whatever they are (LIFE-3, LIFE-4)
-        if avail < 9 then return "more" end
+        if avail < 1 or avail < M.header_len(byte(s, pos)) then return "more" end
         if unframed_version_ok(dir, s, pos) then return "envelope" end
     end
     if conv.startup ~= nil or conv.supported ~= nil then
@@ -272,12 +305,14 @@ function M.pdu(conv, dir, s, pos, avail, opts)
     if dir.mode == "await" and dir.orphaned then return avail, "badenvelope" end
     -- unframed, await: what the receiver checks of an unframed envelope header (the version,
     -- then the length: ENV-3, RECV-12)
-    if avail < 9 then return nil, "more", 9 - avail end
+    if avail < 1 then return nil, "more", 1 end
+    local hl = M.header_len(byte(s, pos))
+    if avail < hl then return nil, "more", hl - avail end
     if not unframed_version_ok(dir, s, pos) then return avail, "badenvelope" end
-    local len = s32be(s, pos + 5)
+    local len = M.unframed_envelope_header(s, pos).length
     if len < 0 or len > opts.max_body then return avail, "badenvelope" end
-    if avail < 9 + len then return nil, "more", 9 + len - avail end
-    return 9 + len
+    if avail < hl + len then return nil, "more", hl + len - avail end
+    return hl + len
 end
 
 -- Appends a finding to `list` (a record's or an envelope's). A finding made after the
@@ -370,7 +405,8 @@ end
 
 -- Before the switch a response pairs with an outstanding request by stream id. An ERROR in
 -- another version refuses a version on any stream (LIFE-11): while STARTUP is outstanding the
--- STARTUP's; before it, that of the outstanding requests in another version, which it answers.
+-- STARTUP's; before it, that of the outstanding requests in another version, which it answers,
+-- and of those in a retired version, which a server refuses in that version (LIFE-14).
 -- A PROTOCOL_ERROR on stream 0 that answers no request is the server's report of a framing
 -- error in the client's bytes (ERR-1, ERR-4), no unpaired response. Anything else breaks
 -- LIFE-13, and the client stops. Judged only on a connection captured from its start, as the
@@ -383,7 +419,7 @@ local function pair_response(conv, dir, env, rec, code)
         if st == nil then
             local kept = {}
             for _, r in ipairs(outstanding) do
-                if r.protocol == env.protocol then kept[#kept + 1] = r end
+                if r.protocol == env.protocol and not RETIRED_VERSIONS[r.protocol] then kept[#kept + 1] = r end
             end
             if #kept < #outstanding then
                 conv.outstanding = kept
@@ -479,7 +515,8 @@ end
 
 -- Handshake bookkeeping for an unframed envelope (LIFE-1..LIFE-9, NEG-1..NEG-8, LIFE-13).
 local function handshake(conv, dir, env, s, pos, rec, ctx)
-    local body, stop = pos + 9, pos + 8 + env.length
+    local body = pos + env.header_len
+    local stop = body + env.length - 1
     local code = env.opcode == 0x00 and env.length >= 4 and s32be(s, body) or nil   -- [int]
     if env.response and pairing(conv) and not pair_response(conv, dir, env, rec, code) then return end
     await_answer(conv, env)
@@ -503,7 +540,7 @@ local function handshake(conv, dir, env, s, pos, rec, ctx)
         if env.protocol >= 5 then
             conv.startup = st
             dir.mode = "await"
-            dir.startup_number = ctx.number
+            dir.startup_number = ctx.delivery or ctx.number
             dir.role = "client"
         else
             dir.legacy = true
@@ -537,6 +574,12 @@ local function handshake(conv, dir, env, s, pos, rec, ctx)
         end
         n.protocol = st.protocol
         n.client_dir = st.dir
+        -- a FRAME_CHECKSUM other than crc32 asked of a node whose SUPPORTED has no
+        -- FRAME_CHECKSUMS: it frames CRC32, the client as it asked (checksum_ignored in
+        -- reference/harness/src/rules/judge.rs)
+        local fc = st.options.FRAME_CHECKSUM
+        n.checksum_ignored = env.opcode ~= 0x00 and fc ~= nil and fc:lower() ~= "crc32"
+            and accepted_checksums(conv, nil) == false
         if env.opcode ~= 0x00 then n.server = server_settings(conv, st, n) end
         conv.negotiated = n
         conv.startup = nil
@@ -661,8 +704,9 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
     local rec = { offset = dir.offset, pos = pos, length = len, findings = {}, envelopes = {} }
     -- An orphaned client is judged through the packet of its STARTUP (bytes written with it were
     -- sent before any response could come, LIFE-6) and no further: the kit's judge stops it at
-    -- its next segment.
-    if dir.mode == "await" and dir.orphaned and ctx.number ~= dir.startup_number then
+    -- its next segment. ctx.delivery, where given, numbers the pieces of stream TCP reassembly
+    -- delivers (a packet that fills a hole delivers the segments held behind it as more pieces).
+    if dir.mode == "await" and dir.orphaned and (ctx.delivery or ctx.number) ~= dir.startup_number then
         dir.mode, dir.stop_reason = "stopped", "orphaned"
     end
     if dir.first_error and dir.mode ~= "stopped" then
@@ -680,7 +724,9 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
             rec.truncated = kind == "badbit" and "checksum bit disagrees" or "header CRC24 mismatch"
         end
         if kind == "badbit" then
-            framing_error(dir, rec, "checksum_bit", "RECV-3", string.format("checksum bit %d but the connection uses %s", rec.header.checksum_bit and 1 or 0, dir.checksum), "FMT-13")
+            -- asked of a node that ignores FRAME_CHECKSUM, the bits disagree by the client's NEG-4
+            local sender = conv.negotiated and conv.negotiated.checksum_ignored and "NEG-4" or "FMT-13"
+            framing_error(dir, rec, "checksum_bit", "RECV-3", string.format("checksum bit %d but the connection uses %s", rec.header.checksum_bit and 1 or 0, dir.checksum), sender)
             dir.mode = "stopped"
             dir.stop_reason = "RECV-3"
         elseif kind == "badheader" then
@@ -688,7 +734,9 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
             local text = string.format("header CRC24 %06x, computed %06x: frame boundaries lost", h.crc24, h.crc24_computed)
             -- the reference's unframed_envelope: the header's six bytes read as an envelope's
             local unframed = M.plausible_envelope(s, pos)
-            framing_error(dir, rec, "crc24_bad", "RECV-1", text, unframed and "LIFE-4" or "CRC-1")
+            -- its sender did not frame: the client broke LIFE-5, the server LIFE-4
+            local sender = dir.role == "client" and "LIFE-5" or "LIFE-4"
+            framing_error(dir, rec, "crc24_bad", "RECV-1", text, unframed and sender or "CRC-1")
             if unframed then
                 -- a note on this RECV-1 (why the header fails), not a finding after it
                 finding(dir, rec.findings, "unframed_after_switch", "LIFE-7", string.format("looks like an unframed %s envelope after the switch", M.OPCODES[byte(s, pos + 4)] or "?")).past = nil
@@ -701,7 +749,7 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
             elseif not unframed_version_ok(dir, s, pos) then
                 not_envelope(dir, rec, string.format("version byte 0x%02x starts no envelope", byte(s, pos)))
             else
-                check_length(dir, rec, M.envelope_header(s, pos), opts)
+                check_length(dir, rec, M.unframed_envelope_header(s, pos), opts)
             end
             dir.mode = "stopped"
         elseif dir.stop_reason == "LIFE-1" and dir.offset == 0 then
@@ -790,7 +838,7 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
     end
     -- an unframed envelope
     rec.kind = "envelope"
-    local env = M.envelope_header(s, pos)
+    local env = M.unframed_envelope_header(s, pos)
     env.start = pos
     env.size = len
     rec.envelopes[1] = env
@@ -798,6 +846,10 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
         framing_error(dir, rec, "before_response", "LIFE-6", "sent after STARTUP before its response")
         dir.mode = "stopped"
         dir.stop_reason = "LIFE-6"
+    elseif probe(env) then
+        -- refused by the server without being processed; its refusal answers it (LIFE-14)
+        if dir.role == nil then dir.role = "client" end
+        await_answer(conv, env)
     elseif not envelope_checks(conv, dir, env, false) then
         if dir.role == nil then dir.role = env.response and "server" or "client" end
         handshake(conv, dir, env, s, pos, rec, ctx)

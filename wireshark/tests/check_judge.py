@@ -7,7 +7,11 @@ For every capture (a folder stands for every *.pcap under it), per TCP connectio
 (direction, rule, sender rule, level) named by the expert infos of wireshark/cqlframe.lua under
 tshark equals the set `cqlframe check --json` reports in its `rules` (reference/harness/src/
 rules/). Direction comes from the packet's ports (source port = the CQL port: server to client);
-the level from the expert severity (error and warning: MUST, note: SHOULD). Findings a receiver
+the level from the expert severity (error and warning: MUST, note: SHOULD); and the notes on what
+the capture cannot show (bytes missing from it, a connection joined midway, where decoding starts
+again: CAPTURE_NOTES) equal check's `notes`, word for word. Both tools run with their default
+envelope body limit, so that defaults that differ show. tshark reads in two passes, so that bytes
+held behind a hole that never fills are judged at the end, as check judges them. Findings a receiver
 would never reach are not compared, nor the dissector's remarks that name no rule of the judge:
 NOT_COMPARED lists each with the reason, nor the judge's findings JUDGE_NOT_COMPARED lists. Every other expert info of the dissector must name its
 rule in the finding format (wireshark/tests/expert.py), or the test fails.
@@ -35,8 +39,9 @@ from expert import named
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "wireshark" / "cqlframe.lua"
 CQLFRAME = Path(os.environ.get("CQLFRAME_BIN", ROOT / "target" / "release" / "cqlframe"))
-# Both tools refuse envelope bodies above the same limit (RECV-12).
-MAX_BODY = 16777216
+# Both tools run with their defaults (envelope body limit, port), so that defaults that differ
+# show as a difference; only a port other than the default is passed to both.
+DEFAULT_PORT = 9042
 
 # The dissector's expert infos that are not compared with the judge, and why.
 NOT_COMPARED = {
@@ -48,14 +53,25 @@ NOT_COMPARED = {
                              "which is compared",
     "orphaned": "a client's bytes after the segment of its STARTUP when the server's direction "
                 "stopped before the STARTUP response: the judge stops there too, with no finding",
-    "unsynchronised": "data that starts with neither a verified frame header nor an envelope (a "
-                      "capture without the connection's start): where decoding begins, no rule",
+    "unsynchronised": "data that starts with neither a verified frame header nor an envelope: "
+                      "where decoding begins, no rule",
+    "no_frame": "bytes searched in vain for a frame to decode from (a join, a gap): compared "
+                "as a capture note (CAPTURE_NOTES)",
+    "capture_gap": "bytes missing from the capture: compared as a capture note (CAPTURE_NOTES)",
+    "joined": "a connection joined midway: compared as a capture note (CAPTURE_NOTES)",
+    "resynchronised": "where decoding starts after a join or a gap: compared as a capture note "
+                      "(CAPTURE_NOTES)",
+    "capture_held": "bytes held behind a hole on a one-pass read, judged at the end of a two-pass "
+                    "read (this test reads in two passes)",
     "switch": "the course of the handshake (chat): no rule broken",
     "detected": "the frame format detected without a handshake (chat): no rule broken",
     "no_switch": "a refused protocol version, no switch (LIFE-11): what happened, no rule broken",
     "malformed_body": "an envelope body that ends early: the CQL layer above framing, which the "
                       "judge does not check",
 }
+# The dissector's notes on what the capture cannot show, compared word for word with the notes
+# of check's report (a gap, a connection joined midway, where decoding starts again).
+CAPTURE_NOTES = ("capture_gap", "joined", "resynchronised", "no_frame")
 # The judge's findings that are not compared with the dissector, and why.
 JUDGE_NOT_COMPARED = {
     "RECV-9": "a stream that ends inside a frame, a sequence or an unframed envelope: the judge "
@@ -78,12 +94,14 @@ class Conn:
     client: str
     server: str
     rules: set[Named] = field(default_factory=set)
+    # what the capture cannot show, in both tools' words (CAPTURE_NOTES)
+    notes: set[str] = field(default_factory=set)
     detail: list[str] = field(default_factory=list)
 
 
 def judge(pcap: Path, port: int) -> list[Conn]:
     r = subprocess.run([str(CQLFRAME), "check", str(pcap), "--json", "--no-progress",
-                        "--port", str(port), "--max-body", str(MAX_BODY)],
+                        *(["--port", str(port)] if port != DEFAULT_PORT else [])],
                        capture_output=True, text=True)
     if r.returncode not in (0, 1):   # 1: a MUST rule is broken, which is a result
         raise RuntimeError(f"cqlframe check exited {r.returncode}: {r.stderr.strip()[:300]}")
@@ -95,6 +113,9 @@ def judge(pcap: Path, port: int) -> list[Conn]:
                 conn.rules.add((e["direction"], e["rule"], e.get("sender_rule") or "", e["level"]))
             conn.detail.append(f"judge: {e['direction']} {e['rule']} x{e['count']} at offset "
                                f"{e['offset']}: {e['message']}")
+        for n in c["notes"]:
+            conn.notes.add(n)
+            conn.detail.append(f"judge: note: {n}")
         conns.append(conn)
     return conns
 
@@ -102,8 +123,10 @@ def judge(pcap: Path, port: int) -> list[Conn]:
 def dissector(pcap: Path, port: int) -> tuple[list[Conn], list[str]]:
     """The connections with the rules their expert infos name, and the problems found in the
     expert infos themselves (unknown keys, a finding that names no rule, a Lua error)."""
-    r = subprocess.run(["tshark", "-X", f"lua_script:{PLUGIN}", "-r", str(pcap), "-n",
-                        "-o", f"cqlframe.port:{port}", "-o", f"cqlframe.max_body:{MAX_BODY}",
+    # two passes (-2; -R makes the first pass build the TCP fields the dissector reads): bytes
+    # held behind a hole that never fills are judged at the end, as check judges them
+    r = subprocess.run(["tshark", "-X", f"lua_script:{PLUGIN}", "-r", str(pcap), "-n", "-2", "-R", "frame",
+                        *(["-o", f"cqlframe.port:{port}"] if port != DEFAULT_PORT else []),
                         "-Y", "_ws.expert", "-T", "pdml"], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"tshark exited {r.returncode}: {r.stderr.strip()[:300]}")
@@ -133,6 +156,9 @@ def dissector(pcap: Path, port: int) -> tuple[list[Conn], list[str]]:
             if not keys:
                 continue   # TCP's, not the dissector's
             key = keys[0][len(KEY_PREFIX):]
+            if key in CAPTURE_NOTES:
+                conn.notes.add(message)
+                conn.detail.append(f"dissector: packet {values['frame.number']} note: {message}")
             if key in NOT_COMPARED:
                 continue
             n = named(message)
@@ -148,36 +174,46 @@ def dissector(pcap: Path, port: int) -> tuple[list[Conn], list[str]]:
     return list(streams.values()), problems
 
 
+def pairs(pcap: Path, port: int) -> tuple[list[str], list[tuple[str, Conn, Conn]]]:
+    """The problems in the dissector's expert infos, and each connection as (label, check's
+    view, the dissector's view), paired by endpoints in order (a port pair may be reused)."""
+    judged = judge(pcap, port)
+    shown, problems = dissector(pcap, port)
+    by_pair: dict[tuple[str, str], list[Conn]] = defaultdict(list)
+    for c in shown:
+        by_pair[(c.client, c.server)].append(c)
+    out = []
+    for k, c in enumerate(judged, 1):
+        pair = (c.client, c.server)
+        d = by_pair[pair].pop(0) if by_pair[pair] else Conn(*pair)
+        out.append((f"connection {k} {c.client} -> {c.server}", c, d))
+    for pair, rest in by_pair.items():
+        for d in rest:
+            out.append((f"connection {pair[0]} -> {pair[1]} (not in check's report)", Conn(*pair), d))
+    return problems, out
+
+
 def compare(pcap: Path, port: int) -> list[tuple[bool, str]]:
     try:
-        judged = judge(pcap, port)
-        shown, problems = dissector(pcap, port)
+        problems, paired = pairs(pcap, port)
     except (RuntimeError, json.JSONDecodeError, ET.ParseError, KeyError, UnicodeDecodeError) as e:
         # UnicodeDecodeError: a label of the dissector is not UTF-8 (bytes from the wire)
         return [(False, f"{pcap}: {e}")]
     results = [(not problems, f"{pcap}: " + "\n    ".join(problems))]
-    # pair the connections by endpoints, in order (a port pair may be reused by a later one)
-    by_pair: dict[tuple[str, str], list[Conn]] = defaultdict(list)
-    for c in shown:
-        by_pair[(c.client, c.server)].append(c)
-    for k, c in enumerate(judged, 1):
-        pair = (c.client, c.server)
-        d = by_pair[pair].pop(0) if by_pair[pair] else Conn(*pair)
-        results.append(_verdict(pcap, f"connection {k} {c.client} -> {c.server}", c, d))
-    for pair, rest in by_pair.items():
-        for d in rest:
-            results.append(_verdict(pcap, f"connection {pair[0]} -> {pair[1]} (not in check's report)",
-                                    Conn(*pair), d))
+    results += [verdict(pcap, label, j, d) for label, j, d in paired]
     return results
 
 
-def _verdict(pcap: Path, what: str, j: Conn, d: Conn) -> tuple[bool, str]:
-    if j.rules == d.rules:
+def verdict(pcap: Path, what: str, j: Conn, d: Conn) -> tuple[bool, str]:
+    if j.rules == d.rules and j.notes == d.notes:
         return True, ""
     fmt = lambda s: ", ".join("/".join(x for x in t if x) for t in sorted(s)) or "none"
     lines = [f"{pcap.name} {what}:",
              f"  only check:     {fmt(j.rules - d.rules)}",
              f"  only dissector: {fmt(d.rules - j.rules)}"]
+    if j.notes != d.notes:
+        lines += [f"  capture notes only check:     {sorted(j.notes - d.notes)}",
+                  f"  capture notes only dissector: {sorted(d.notes - j.notes)}"]
     lines += [f"    {x}" for x in j.detail + d.detail]
     return False, "\n".join(lines)
 

@@ -1,23 +1,33 @@
 #!/usr/bin/env python3
-"""Random connections, judged by the dissector and by the kit's rules engine: the same rules.
+"""Connections drawn to break each rule, judged by the dissector and by the kit's rules engine.
 
-    python3 wireshark/tests/differential.py [--count N] [--seed S] [--jobs N] [--out DIR]
+    python3 wireshark/tests/differential.py [--rounds N] [--count N] [--seed S] [--per-capture N]
+                                            [--jobs N] [--out DIR]
 
 check_judge.py compares the two tools on the golden vectors' sessions, which each break one
-rule on purpose. This draws connections that no one wrote by hand: OPTIONS on colliding streams,
-version probes, requests with the response bit, STARTUPs of every version with any COMPRESSION
-and FRAME_CHECKSUM, servers that list CRC32C or not, answer twice, on the wrong stream, in
-another version, with EVENTs, with the ERROR that reports a framing error, requests pipelined
-after STARTUP, bytes that are no envelope, frames in the negotiated format or not, a flipped
-byte, each cut into TCP segments of 1 to 1460 bytes. Each connection is written by
-`cqlframe pcap` (its streams and the story that made it sit beside the capture in --out), then
-compared as check_judge.py compares a capture: per direction, the same (rule, sender rule,
-level) set, or the test fails.
+rule on purpose. This draws connections no one wrote by hand, and lays each out on TCP the way
+networks and capturing do:
 
-Prints each connection that differs, with its story, and "differential: N passed, M failed"
-(two checks per connection, as check_judge.py counts them).
-The same --seed draws the same connections. Python 3.11 standard library; needs tshark and the
-cqlframe binary ($CQLFRAME_BIN, default target/release/cqlframe).
+* for every rule `cqlframe check` can report (REPORTABLE), connections that break it and
+  connections that come within a byte of breaking it (the same bytes with the faulty one right),
+  with clean frames before and after the fault, written byte by byte by wire.py;
+* random handshakes besides: OPTIONS on colliding streams, version probes, requests with the
+  response bit, STARTUPs of every version with any COMPRESSION and FRAME_CHECKSUM, servers that
+  list CRC32C or not, answer twice, on the wrong stream, in another version, with EVENTs, with the
+  ERROR that reports a framing error, bytes that are no envelope, frames in the negotiated format
+  or not, a flipped byte, a stream cut short;
+* each under every TCP treatment (TREATMENTS): segments of 1 byte to 1460 bytes, each side's
+  turn in one segment, a segment out of order or sent again (whole or in part), a segment lost,
+  a segment cut by the snap length, the capture joined midway (inside a frame or at a boundary).
+
+Many connections go in one capture (tcpcap.py; tshark starts slowly). Per connection the two
+tools must name the same (rule, sender rule, level) set per direction and the same notes on what
+the capture cannot show (check_judge.verdict). Prints each connection that differs with its story,
+a per-rule coverage table (connections drawn to break the rule or come near it, and in how many
+each tool found it), and "differential: N passed, M failed": one check per connection and per
+capture, and a failure for each reportable rule no draw made check find, or a rule check found
+that REPORTABLE lacks. The same --seed draws the same connections. Python 3.11 standard library;
+needs tshark and the cqlframe binary ($CQLFRAME_BIN, default target/release/cqlframe).
 """
 
 from __future__ import annotations
@@ -32,7 +42,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from check_judge import CQLFRAME, ROOT, compare
+import tcpcap
+import wire
+from check_judge import CQLFRAME, ROOT, pairs, verdict
 
 # Opcodes (native_protocol_v5.spec section 2.4) and the flags the handshake uses.
 ERROR, STARTUP, READY, AUTHENTICATE, OPTIONS, SUPPORTED, QUERY, RESULT, EVENT = (
@@ -213,47 +225,388 @@ def draw(rng: random.Random) -> Connection:
     return c
 
 
-def write(c: Connection, k: int, out: Path, mss: int) -> Path:
-    base = out / f"conn{k:04d}"
-    base.with_suffix(".client").write_bytes(c.client)
-    base.with_suffix(".server").write_bytes(c.server)
-    base.with_suffix(".story").write_text("\n".join(c.story + [f"mss {mss}"]) + "\n")
-    pcap = base.with_suffix(".pcap")
-    subprocess.run([str(CQLFRAME), "pcap", "--client", str(base.with_suffix(".client")),
-                    "--server", str(base.with_suffix(".server")),
-                    "--server-responds-after", str(c.responds_after),
-                    "--server-switch", str(c.server_switch), "--mss", str(mss), "-o", str(pcap)],
-                   check=True, capture_output=True)
-    return pcap
+# ---------------------------------------------------------------------------------------------
+# Connections aimed at one rule: each breaks it (`breaks`) or comes within a byte of breaking it
+# (the same connection with the faulty byte right), with clean frames before and after the
+# fault so that a gap or a join lands on either side of it.
+# ---------------------------------------------------------------------------------------------
+
+# Every rule `cqlframe check` can report, as the receiver's rule (ErrorKind::rule in
+# reference/cqlframe/src/error.rs; the sender checks of reference/harness/src/rules/sender.rs;
+# NEG-2, NEG-4, NEG-6, NEG-9 of reference/harness/src/rules/judge.rs), but RECV-9 (a stream
+# that ends inside a unit: the dissector never learns that a capture ended, JUDGE_NOT_COMPARED)
+# and RECV-11 (AfterError: the judge stops a direction at its first framing error). A rule that
+# check reports and this list lacks fails the run, so that the list cannot fall behind.
+REPORTABLE = ("RECV-1", "RECV-2", "RECV-3", "RECV-5", "RECV-7", "RECV-8", "RECV-10", "RECV-12",
+              "LZ4-3", "LZ4-4", "LZ4-6", "ENV-2", "ENV-3", "ENV-4", "ENV-5", "FMT-6", "FMT-10",
+              "SEND-7", "SEND-8", "LIFE-3", "LIFE-4", "LIFE-6", "LIFE-13", "NEG-2", "NEG-4",
+              "NEG-6", "NEG-9")
+NOT_REPORTABLE = ("RECV-9", "RECV-11")
+
+
+def handshake(c: Connection, version: int = 5, options: list[tuple[str, str]] | None = None,
+              listed: list[str] | None = None, response: int = READY) -> None:
+    """OPTIONS, SUPPORTED, STARTUP (with `options`), and its response."""
+    flags = USE_BETA if version == 6 else 0
+    c.client += envelope(version, flags, 0, OPTIONS)
+    sup = {"COMPRESSION": ["lz4"], "PROTOCOL_VERSIONS": ["4/v4", "5/v5", "6/v6-beta"],
+           "FRAME_CHECKSUMS": listed if listed is not None else ["crc32", "crc32c"]}
+    c.server += envelope(version | RESPONSE, flags, 0, SUPPORTED, string_multimap(sup))
+    opts = options if options is not None else [("CQL_VERSION", "3.0.0")]
+    c.client += envelope(version, flags, 1, STARTUP, string_map(opts))
+    c.responds_after = len(c.client)
+    c.server += envelope(version | RESPONSE, flags, 1, response)
+    c.server_switch = len(c.server)
+    c.say(f"handshake v{version} {opts}, SUPPORTED FRAME_CHECKSUMS={sup['FRAME_CHECKSUMS']}, response 0x{response:02x}")
+
+
+def clean(rng: random.Random, side: str, version: int, fmt: str, crc: str, n: int) -> bytes:
+    """n self-contained frames of one small envelope each."""
+    opcode, v = (QUERY, version) if side == "client" else (RESULT, version | RESPONSE)
+    flags = USE_BETA if version == 6 else 0
+    out = b""
+    for i in range(n):
+        env = wire.envelope(v, flags, 10 + i, opcode, bytes(rng.randrange(256) for _ in range(rng.choice([0, 20, 200]))))
+        out += wire.frame(env, fmt, crc, uncompressed=0) if fmt == "lz4" else wire.frame(env, fmt, crc)
+    return out
+
+
+def lz4_envelope(head: bytes, body: int, last: int = 5) -> tuple[bytes, int]:
+    """An LZ4 block of an envelope header and `body` bytes of 0x61: literals, one match of offset
+    1, `last` literals at the end (LZ4-5 asks for 5 or more). Returns the block and content size."""
+    match = body - 1 - last
+    out = bytearray([1 << 4 | min(match - 4, 15)])
+    lit = head + b"a"
+    out[0] = min(len(lit), 15) << 4 | min(match - 4, 15)
+    if len(lit) >= 15:
+        out.append(len(lit) - 15)
+    out += lit + b"\x01\x00"
+    if match - 4 >= 15:
+        rest = match - 4 - 15
+        while rest >= 255:
+            out.append(255)
+            rest -= 255
+        out.append(rest)
+    out += bytes([last << 4]) + b"a" * last
+    return bytes(out), len(head) + body
+
+
+def aimed(rng: random.Random, rule: str, breaks: bool) -> Connection:
+    """A connection that breaks `rule` (or comes within a byte of it)."""
+    c = Connection()
+    c.say(f"aimed at {rule}: {'breaks it' if breaks else 'within a byte of it'}")
+    side = rng.choice(["client", "server"])
+    version, fmt, crc = 5, "uncompressed", rng.choice(["crc32", "crc32c"])
+    options = [("CQL_VERSION", "3.0.0")]
+    listed = None
+    b = int(breaks)
+    if rule in ("FMT-10", "LZ4-3", "LZ4-4", "LZ4-6"):
+        fmt = "lz4"
+    if rule == "ENV-5":
+        version = 6
+    if fmt == "lz4":
+        options.append(("COMPRESSION", "lz4"))
+    if crc == "crc32c":
+        options.append(("FRAME_CHECKSUM", "crc32c"))
+    pre = post = b""
+    fault = b""
+    v = version if side == "client" else version | RESPONSE
+    vflags = USE_BETA if version == 6 else 0
+    body = bytes(rng.randrange(256) for _ in range(40))
+    env = wire.envelope(v, vflags, 5, QUERY if side == "client" else RESULT, body)
+
+    def framed(content: bytes, **kw) -> bytes:
+        if fmt == "lz4" and "uncompressed" not in kw:
+            kw["uncompressed"] = 0
+        return wire.frame(content, fmt, crc, **kw)
+
+    if rule in ("LIFE-3", "LIFE-4", "LIFE-6", "LIFE-13", "NEG-2", "NEG-4", "NEG-6", "NEG-9"):
+        if rule == "LIFE-3":
+            startup = envelope(5, 0, 1, STARTUP, string_map(options))
+            c.client += wire.frame(startup, "uncompressed", "crc32") if breaks else startup
+            c.responds_after = len(c.client)
+            c.server += envelope(0x85, 0, 1, READY)
+            c.server_switch = len(c.server)
+        elif rule == "LIFE-4":
+            c.client += envelope(5, 0, 0, OPTIONS)
+            c.responds_after = len(c.client)
+            sup = envelope(0x85, 0, 0, SUPPORTED, string_multimap({"COMPRESSION": ["lz4"]}))
+            c.server += wire.frame(sup, "uncompressed", "crc32") if breaks else sup
+            c.server_switch = len(c.server)
+        elif rule == "LIFE-6":
+            c.client += envelope(5, 0, 1, STARTUP, string_map(options))
+            query = envelope(5, 0, 2, QUERY, string("SELECT 1"))
+            if breaks:
+                c.client += query
+            c.responds_after = len(c.client)
+            c.server += envelope(0x85, 0, 1, READY)
+            c.server_switch = len(c.server)
+            if not breaks:
+                c.client += wire.frame(query, "uncompressed", crc) if crc == "crc32" else wire.frame(query, "uncompressed", "crc32c")
+        elif rule == "LIFE-13":
+            c.client += envelope(5, 0, 3, OPTIONS)
+            c.server += envelope(0x85, 0, 3 if not breaks else 2, SUPPORTED, string_multimap({"COMPRESSION": ["lz4"]}))
+            handshake(c, 5, options)
+        else:
+            extra = {"NEG-2": ("COMPRESSION", "snappy" if breaks else "lz4"),
+                     "NEG-6": ("FRAME_CHECKSUM", "adler32" if breaks else "crc32c"),
+                     "NEG-9": ("CQL_VERSION" if breaks else "DRIVER_NAME", "3.0.0"),
+                     "NEG-4": ("FRAME_CHECKSUM", "crc32c")}[rule]
+            if rule == "NEG-4":
+                listed = ["crc32"] if breaks else ["crc32", "crc32c"]
+            handshake(c, 5, [("CQL_VERSION", "3.0.0"), extra], listed)
+        return c
+    handshake(c, version, options)
+    if rule == "FMT-6" or rule == "FMT-10":
+        fault = framed(env, reserved=b)
+    elif rule == "RECV-1":
+        if rng.random() < 0.5:
+            good = framed(env)
+            fault = good[:3] + bytes([good[3] ^ b]) + good[4:] if fmt == "uncompressed" else good[:5] + bytes([good[5] ^ b]) + good[6:]
+        else:
+            c.say("an unframed envelope after the switch (LIFE-4)" if breaks else "the envelope framed")
+            fault = env if breaks else framed(env)
+    elif rule == "RECV-2":
+        good = framed(env)
+        fault = framed(env, trailer=wire.payload_checksum(crc, env) ^ b)
+    elif rule == "RECV-3":
+        fault = framed(env, checksum_bit=(crc == "crc32c") ^ breaks)
+    elif rule == "LZ4-3":
+        fault = framed(env, uncompressed=len(env)) if breaks else framed(env, uncompressed=0)
+        if breaks:
+            fault = wire.frame(wire.lz4_literals(env), "lz4", crc, uncompressed=len(env))
+    elif rule == "LZ4-4":
+        block, n = lz4_envelope(wire.envelope(v, vflags, 5, QUERY if side == "client" else RESULT, length=100), 100)
+        fault = wire.frame(block, "lz4", crc, uncompressed=n + b)
+    elif rule == "LZ4-6":
+        block, n = lz4_envelope(wire.envelope(v, vflags, 5, QUERY if side == "client" else RESULT, length=100), 100, 5 - b)
+        fault = wire.frame(block, "lz4", crc, uncompressed=n)
+    elif rule == "RECV-5":
+        fault = framed(wire.envelope(v, vflags, 5, QUERY, body, length=len(body) + b))
+    elif rule in ("RECV-7", "RECV-8", "RECV-10", "SEND-7", "SEND-8"):
+        size = 131054 + 50 if rule == "SEND-7" else 300
+        e = wire.envelope(v, vflags, 6, QUERY if side == "client" else RESULT, bytes(rng.randrange(256) for _ in range(size)))
+        first = {"SEND-7": 131054 - b, "SEND-8": 9 - b}.get(rule, rng.choice([9, 100, 200]))
+        pieces = [first, len(e) - first]
+        if rule == "RECV-7":
+            e += b"\x00" * b
+            pieces[-1] += b
+        if rule == "RECV-8":
+            fault = wire.split(e, fmt, crc, pieces[:1] if breaks else pieces) + framed(env)
+        elif rule == "RECV-10":
+            fault = wire.split(e, fmt, crc, [first]) + (framed(b"", self_contained=False) if breaks else b"") \
+                + wire.split(e[first:], fmt, crc, [len(e) - first])
+        else:
+            fault = wire.split(e, fmt, crc, pieces)
+    elif rule == "RECV-12":
+        fault = framed(wire.envelope(v, vflags, 5, QUERY, body, length=268435456 + b))
+    elif rule == "ENV-3":
+        fault = framed(wire.envelope(v, vflags, 5, QUERY, b"", length=-b))
+    elif rule == "ENV-2":
+        fault = framed(wire.envelope(v ^ b, vflags, 5, QUERY if side == "client" else RESULT, body))
+    elif rule == "ENV-5":
+        fault = framed(wire.envelope(v, USE_BETA * (1 - b), 5, QUERY if side == "client" else RESULT, body))
+    elif rule == "ENV-4":
+        fault = framed(wire.envelope(v, vflags | (0x01 if breaks else 0x02), 5, QUERY if side == "client" else RESULT, body))
+    pre = clean(rng, side, version, fmt, crc, rng.randrange(3))
+    post = clean(rng, side, version, fmt, crc, rng.randrange(3))
+    other = "server" if side == "client" else "client"
+    c.say(f"{side}: {len(pre)} bytes of clean frames, the {len(fault)}-byte fault, {len(post)} bytes of clean frames; {other}: clean frames")
+    (c.client if side == "client" else c.server).extend(pre + fault + post)
+    (c.server if side == "client" else c.client).extend(clean(rng, other, version, fmt, crc, rng.randrange(1, 3)))
+    return c
+
+
+# ---------------------------------------------------------------------------------------------
+# What TCP and capturing do to the connection: segments of any size (1 byte, at each unit's
+# boundary, or each side's turn in one segment), a segment out of order or sent twice, a
+# segment lost or cut by the snap length, and the capture joined midway.
+# ---------------------------------------------------------------------------------------------
+TREATMENTS = ("plain", "plain", "coalesced", "reorder", "retransmit", "lose", "snaplen", "midway")
+
+
+def envelopes_of(data: bytes) -> list[bytes]:
+    """`data` split at envelope boundaries, or one piece if it is not whole envelopes."""
+    out, at = [], 0
+    while at < len(data):
+        if len(data) - at < 9:
+            return [data]
+        n = struct.unpack(">i", data[at + 5:at + 9])[0]
+        if n < 0 or at + 9 + n > len(data):
+            return [data]
+        out.append(data[at:at + 9 + n])
+        at += 9 + n
+    return out
+
+
+def turns_of(c: Connection) -> list[tuple[str, bytes]]:
+    """Who writes what when, as `cqlframe pcap` lays a session out (session_turns in
+    reference/harness/src/pcap/write.rs): the handshake's envelopes in lock step, request and
+    response, the STARTUP response after every handshake byte of the client; then the rest of the
+    client's stream, then the rest of the server's."""
+    ra = c.responds_after if c.responds_after is not None else len(c.client)
+    ss = c.server_switch if c.server_switch is not None else len(c.server)
+    requests, responses = envelopes_of(bytes(c.client[:ra])), envelopes_of(bytes(c.server[:ss]))
+    turns = []
+    lock = max(len(responses) - 1, 0)
+    for i in range(lock):
+        if i < len(requests):
+            turns.append(("client", requests[i]))
+        turns.append(("server", responses[i]))
+    turns += [("client", r) for r in requests[lock:]]
+    if responses:
+        turns.append(("server", responses[-1]))
+    turns += [("client", bytes(c.client[ra:])), ("server", bytes(c.server[ss:]))]
+    return [t for t in turns if t[1]]
+
+
+def treat(c: Connection, rng: random.Random, treatment: str, port: int) -> tcpcap.Layout:
+    turns = turns_of(c)
+    size = len(c.client) + len(c.server)
+    mss = 60000 if treatment == "coalesced" else rng.choice(MSS if size <= SMALL else MSS[3:])
+    layout = tcpcap.Layout(port)
+    offsets = {"client": 0, "server": 0}
+    data: list[tcpcap.Segment] = []
+    for side, bytes_ in turns:
+        if not bytes_:
+            continue
+        segs = tcpcap.segments(side, bytes_, offsets[side], [mss] if treatment == "coalesced" else rng, mss) \
+            if treatment != "coalesced" else tcpcap.segments(side, bytes_, offsets[side], [mss], mss)
+        offsets[side] += len(bytes_)
+        data += segs
+    c.say(f"TCP: {treatment}, segments up to {mss} bytes, {len(data)} data segments")
+    if data and treatment == "reorder" and len(data) > 2:
+        i = rng.randrange(1, len(data) - 1)
+        j = next((k for k in range(i + 1, len(data)) if data[k].side == data[i].side), None)
+        if j is not None:
+            data[i], data[j] = data[j], data[i]
+            c.say(f"  segments {i} and {j} swapped")
+    elif data and treatment == "retransmit":
+        i = rng.randrange(len(data))
+        s = data[i]
+        copy = tcpcap.Segment(s.side, s.offset, s.payload)
+        if rng.random() < 0.5 and len(s.payload) > 1:
+            k = rng.randrange(1, len(s.payload))
+            copy = tcpcap.Segment(s.side, s.offset + k, s.payload[k:])
+        data.insert(min(len(data), i + rng.randrange(1, 4)), copy)
+        c.say(f"  segment {i} sent again ({len(copy.payload)} bytes)")
+    elif data and treatment == "lose" and len(data) > 1:
+        i = rng.randrange(1, len(data))
+        c.say(f"  segment {i} lost ({len(data[i].payload)} bytes at {data[i].side} byte {data[i].offset})")
+        del data[i]
+    elif data and treatment == "snaplen":
+        i = rng.randrange(len(data))
+        cut = rng.randrange(1, len(data[i].payload) + 1)
+        data[i].cut = cut
+        c.say(f"  segment {i} cut by the snap length: {cut} bytes missing at {data[i].side} byte {data[i].offset + len(data[i].payload) - cut}")
+    head = tcpcap.handshake()
+    if treatment == "midway" and data:
+        i = rng.randrange(len(data))
+        s = data[i]
+        k = rng.randrange(len(s.payload))
+        data = [tcpcap.Segment(s.side, s.offset + k, s.payload[k:])] + data[i + 1:]
+        head = []
+        c.say(f"  the capture starts at {s.side} byte {s.offset + k}")
+    layout.segments = head + data + tcpcap.closing(offsets)
+    return layout
+
+
+def coverage(rows: dict[str, list[int]]) -> tuple[str, list[str]]:
+    """The per-rule table and the rules that were never drawn."""
+    lines = [f"  {'rule':<9} {'breaks':>7} {'near':>5} {'check':>6} {'dissector':>9}"]
+    missing = []
+    for rule in sorted(rows, key=lambda r: (r.split("-")[0], int(r.split("-")[1]))):
+        b, n, cj, dj = rows[rule]
+        lines.append(f"  {rule:<9} {b:>7} {n:>5} {cj:>6} {dj:>9}")
+        if rule in REPORTABLE and cj == 0:
+            missing.append(rule)
+    return "\n".join(lines), missing
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
-    ap.add_argument("--count", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=1, help="aimed draws per rule and outcome, each over every treatment")
+    ap.add_argument("--count", type=int, default=100, help="random handshakes besides")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--per-capture", type=int, default=40)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "wireshark" / "differential")
     a = ap.parse_args()
+    problems = wire.selftest(str(CQLFRAME))
+    if problems:
+        for p in problems:
+            print(f"FAIL wire.py: {p}")
+        print("differential: 0 passed, 1 failed")
+        return 1
     a.out.mkdir(parents=True, exist_ok=True)
-    for old in a.out.glob("conn*"):
+    for old in a.out.glob("*"):
         old.unlink()
     rng = random.Random(a.seed)
-    pcaps = []
-    for k in range(a.count):
+    draws: list[tuple[str | None, bool, Connection, tcpcap.Layout]] = []
+    port = 20000
+    for _ in range(a.rounds):
+        for rule in REPORTABLE:
+            for breaks in (True, False):
+                for treatment in TREATMENTS:
+                    c = aimed(rng, rule, breaks)
+                    port += 1
+                    draws.append((rule, breaks, c, treat(c, rng, treatment, port)))
+    for _ in range(a.count):
         c = draw(rng)
-        small = len(c.client) + len(c.server) <= SMALL
-        pcaps.append(write(c, k, a.out, rng.choice(MSS if small else MSS[3:])))
+        port += 1
+        draws.append((None, False, c, treat(c, rng, rng.choice(TREATMENTS), port)))
+    captures = []
+    for k in range(0, len(draws), a.per_capture):
+        batch = draws[k:k + a.per_capture]
+        pcap = a.out / f"batch{k // a.per_capture:03d}.pcap"
+        tcpcap.write(pcap, [d[3] for d in batch])
+        captures.append((pcap, batch))
+    rows: dict[str, list[int]] = {r: [0, 0, 0, 0] for r in REPORTABLE}
+    for rule, breaks, _, _ in draws:
+        if rule:
+            rows[rule][0 if breaks else 1] += 1
+    by_port = {d[3].client_port: d for d in draws}
     passed = failed = 0
+
+    def run(job):
+        pcap, _ = job
+        try:
+            return pairs(pcap, tcpcap.SERVER_PORT)
+        except (RuntimeError, ValueError, KeyError) as e:
+            return [f"{pcap}: {e}"], []
+
     with ThreadPoolExecutor(max_workers=a.jobs) as pool:
-        for pcap, results in zip(pcaps, pool.map(lambda p: compare(p, 9042), pcaps)):
-            for ok, what in results:
+        for (pcap, batch), (probs, paired) in zip(captures, pool.map(run, captures)):
+            if probs:
+                failed += 1
+                print(f"FAIL {pcap}: " + "\n    ".join(probs))
+            else:
+                passed += 1
+            for label, j, d in paired:
+                for tool, conn in ((2, j), (3, d)):
+                    for rule in {r[1] for r in conn.rules}:
+                        if rule not in rows:
+                            rows[rule] = [0, 0, 0, 0]
+                        rows[rule][tool] += 1
+                ok, what = verdict(pcap, label, j, d)
                 if ok:
                     passed += 1
                     continue
                 failed += 1
-                story = pcap.with_suffix(".story").read_text().rstrip().replace("\n", "\n    | ")
+                client_port = int(j.client.rsplit(":", 1)[1] if j.client else d.client.rsplit(":", 1)[1])
+                story = "\n    | ".join(by_port[client_port][2].story) if client_port in by_port else "?"
                 print(f"FAIL {what}\n    | {story}")
-    print(f"seed {a.seed}, {a.count} connections under {a.out}")
+    table, missing = coverage(rows)
+    print("per rule: connections drawn to break it, to come within a byte of it, and in which each tool found it")
+    print(table)
+    unknown = [r for r in rows if r not in REPORTABLE and r not in NOT_REPORTABLE]
+    for r in missing:
+        failed += 1
+        print(f"FAIL {r}: reportable, but no draw made check find it")
+    for r in unknown:
+        failed += 1
+        print(f"FAIL {r}: reported, but not in REPORTABLE (add draws that break it)")
+    print(f"seed {a.seed}, {len(draws)} connections in {len(captures)} captures under {a.out}")
     print(f"differential: {passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 

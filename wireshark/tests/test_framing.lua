@@ -44,7 +44,7 @@ local function receiver(conv, key, opts)
             if rec.kind == "envelope" then data, start = r.cur, env.start end
             r.envelopes[#r.envelopes + 1] = {
                 version = env.version, flags = env.flags, stream = env.stream, opcode = env.opcode,
-                body = data:sub(start + 9, start + 8 + env.length), framed = rec.kind == "frame",
+                body = data:sub(start + env.header_len, start + env.header_len - 1 + env.length), framed = rec.kind == "frame",
             }
         end
     end

@@ -177,7 +177,11 @@ async function main() {
   return emit(failed ? 1 : 0);
 }
 
-main().then((code) => process.exit(code), (e) => {
-  process.stdout.write(JSON.stringify({ contract: 1, driver: 'nodejs', error: describe(e), results: [] }) + '\n');
+// The driver can raise an error on an internal emitter nobody listens to, which Node.js turns
+// into an uncaught exception that ends the process: still a driver error for the report.
+const failedWith = (e, how = '') => {
+  process.stdout.write(JSON.stringify({ contract: 1, driver: 'nodejs', error: how + describe(e), results: [] }) + '\n');
   process.exit(1);
-});
+};
+process.on('uncaughtException', (e) => failedWith(e, 'uncaught exception in the driver: '));
+main().then((code) => process.exit(code), (e) => failedWith(e));

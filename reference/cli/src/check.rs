@@ -30,7 +30,8 @@ pub struct Args {
     /// The capture file.
     #[arg(required_unless_present = "generate")]
     capture: Option<PathBuf>,
-    /// Server ports of CQL connections (comma-separated).
+    /// Server ports of CQL connections (comma-separated); 9042 by default, as the Wireshark
+    /// dissector's `cqlframe.port`.
     #[arg(long, value_delimiter = ',', default_value = "9042")]
     port: Vec<u16>,
     /// One JSON document on stdout instead of text (schemas/check.schema.json).
@@ -43,7 +44,10 @@ pub struct Args {
     /// Text output: violations and the totals only, no per-connection summaries.
     #[arg(long)]
     quiet: bool,
-    /// Largest envelope body accepted (RECV-12).
+    /// Largest envelope body accepted (RECV-12). A capture does not show the receiver's
+    /// configured maximum: by default 256 MiB, the most an Apache Cassandra node takes, so that
+    /// no envelope a node may accept is called too large (the Wireshark dissector's
+    /// `cqlframe.max_body` defaults to the same).
     #[arg(long, default_value_t = DEFAULT_MAX_ENVELOPE_BODY)]
     max_body: u32,
     /// Never draw a progress bar (it is drawn on a terminal for files over 64 MiB).

@@ -3,7 +3,9 @@
 
 use crate::Failure;
 use clap::Args as ClapArgs;
-use cqlframe_harness::pcap::write::{self as capture, Options, Peer, Turn, DEFAULT_MSS, MAX_MSS};
+use cqlframe_harness::pcap::write::{
+    self as capture, HandshakeWrites, Options, Peer, Turn, DEFAULT_MSS, MAX_MSS,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -18,7 +20,7 @@ use std::path::{Path, PathBuf};
 #[command(group = clap::ArgGroup::new("source").required(true).args(["case", "client"]))]
 pub struct Args {
     /// A session case of vectors/manifest.json, e.g. session.v5-lz4.
-    #[arg(long, conflicts_with_all = ["client", "server", "server_responds_after", "server_switch"])]
+    #[arg(long, conflicts_with_all = ["client", "server", "server_responds_after", "server_switch", "handshake_together"])]
     case: Option<String>,
     /// Repository root (holds vectors/), for --case.
     #[arg(long, default_value = ".")]
@@ -37,6 +39,10 @@ pub struct Args {
     /// server_switch_offset); default: the whole server stream belongs to the handshake.
     #[arg(long, requires = "server_responds_after")]
     server_switch: Option<usize>,
+    /// With --server-responds-after: each end wrote its handshake envelopes in one write (the
+    /// manifest's handshake_writes `together`), not in lock step.
+    #[arg(long, requires = "server_responds_after")]
+    handshake_together: bool,
     /// Largest TCP payload per segment (1 to 65495); 1 or 7 exercise a dissector's reassembly.
     #[arg(long, default_value_t = DEFAULT_MSS as u16, value_parser = clap::value_parser!(u16).range(1..=MAX_MSS as i64))]
     mss: u16,
@@ -51,24 +57,32 @@ pub fn run(args: Args) -> Result<(), Failure> {
     };
     let (client, server, split) = match (&args.case, &args.client, &args.server) {
         (Some(id), _, _) => {
-            let (client, server, server_switch, responds_after) = from_manifest(&args.root, id)?;
+            let (client, server, server_switch, responds_after, writes) =
+                from_manifest(&args.root, id)?;
             (
                 read(&client)?,
                 read(&server)?,
-                Some((server_switch, responds_after)),
+                Some((server_switch, responds_after, writes)),
             )
         }
-        (None, Some(c), Some(s)) => (
-            read(c)?,
-            read(s)?,
-            args.server_responds_after
-                .map(|after| (args.server_switch, after)),
-        ),
+        (None, Some(c), Some(s)) => {
+            let writes = if args.handshake_together {
+                HandshakeWrites::Together
+            } else {
+                HandshakeWrites::LockStep
+            };
+            (
+                read(c)?,
+                read(s)?,
+                args.server_responds_after
+                    .map(|after| (args.server_switch, after, writes)),
+            )
+        }
         _ => unreachable!("clap requires --case or --client with --server"),
     };
     let turns = match split {
-        Some((server_switch, after)) => {
-            capture::session_turns(&client, &server, server_switch, after)
+        Some((server_switch, after, writes)) => {
+            capture::session_turns(&client, &server, server_switch, after, writes)
                 .map_err(|e| Failure::Io(e.to_string()))?
         }
         None => vec![
@@ -92,11 +106,12 @@ pub fn run(args: Args) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The stream files, `server_switch_offset` and `server_responds_after` of a session case.
+/// The stream files, `server_switch_offset`, `server_responds_after` and `handshake_writes` of a
+/// session case.
 fn from_manifest(
     root: &Path,
     id: &str,
-) -> Result<(PathBuf, PathBuf, Option<usize>, usize), Failure> {
+) -> Result<(PathBuf, PathBuf, Option<usize>, usize, HandshakeWrites), Failure> {
     let vectors = root.join("vectors");
     let path = vectors.join("manifest.json");
     let text = std::fs::read_to_string(&path)
@@ -130,5 +145,9 @@ fn from_manifest(
         file("server_stream")?,
         offset("server_switch_offset")?,
         offset("server_responds_after")?.ok_or_else(|| bad("server_responds_after"))?,
+        case["handshake_writes"]
+            .as_str()
+            .and_then(HandshakeWrites::from_name)
+            .ok_or_else(|| bad("handshake_writes"))?,
     ))
 }

@@ -9,8 +9,8 @@ use crate::checksum::PayloadChecksum;
 use crate::decoder::{Decoder, Event};
 use crate::encoder::{FrameEncoder, SplitPolicy};
 use crate::envelope::{
-    Envelope, EnvelopeHeader, Opcode, ENVELOPE_HEADER_LEN, FLAG_USE_BETA, HEADER_VERSIONS,
-    RESPONSE_BIT,
+    header_len, Envelope, EnvelopeHeader, Opcode, FLAG_USE_BETA, HEADER_VERSIONS, RESPONSE_BIT,
+    RETIRED_VERSIONS,
 };
 use crate::error::{ErrorKind, FramingError, Part};
 use crate::format::{parse_checksum, Format, FrameSettings};
@@ -58,9 +58,11 @@ impl fmt::Display for Negotiated {
 pub const FIRST_FRAMED_VERSION: u8 = 5;
 /// Protocol version carried only with USE_BETA (ENV-5).
 pub const BETA_VERSION: u8 = 6;
-/// Protocol versions a client may try that this reference does not speak: the retired v1 and
-/// v2, and DSE_V1 / DSE_V2 (`0x41`, `0x42`), which drivers try first when negotiating.
-pub const UNSPOKEN_VERSIONS: [u8; 4] = [1, 2, 0x41, 0x42];
+/// Protocol versions a client may probe with that this reference does not speak: the retired v1
+/// and v2 (with their 8-byte envelope header), v7 (the next version, which a client newer than
+/// the server tries first) and DSE_V1 / DSE_V2 (`0x41`, `0x42`), which drivers try first when
+/// negotiating. A server refuses such a request (LIFE-14).
+pub const UNSPOKEN_VERSIONS: [u8; 5] = [1, 2, 7, 0x41, 0x42];
 
 fn option<'a>(options: &'a [(String, String)], key: &str) -> Option<&'a str> {
     options
@@ -326,7 +328,8 @@ impl Connection {
             let offset = self.received;
             self.received += total as u64;
             let envelope = envelope_from(&bytes);
-            if UNSPOKEN_VERSIONS.contains(&envelope.header.protocol_version()) {
+            let h = &envelope.header;
+            if !h.is_response() && UNSPOKEN_VERSIONS.contains(&h.protocol_version()) {
                 on_event(ConnectionEvent::Refused { offset, envelope })?;
                 continue;
             }
@@ -363,11 +366,10 @@ impl Connection {
             Some(decoder) => decoder.finish(),
             None if self.unframed.is_empty() => Ok(()),
             None => {
-                let missing = match self.unframed.len() {
-                    n if n < ENVELOPE_HEADER_LEN => ENVELOPE_HEADER_LEN - n,
-                    n => (ENVELOPE_HEADER_LEN
-                        + envelope_from_header(&self.unframed).length.max(0) as usize)
-                        .saturating_sub(n),
+                let n = self.unframed.len();
+                let missing = match EnvelopeHeader::read(&self.unframed) {
+                    None => header_len(self.unframed[0]) - n,
+                    Some((h, len)) => (len + h.length.max(0) as usize).saturating_sub(n),
                 };
                 if missing == 0 {
                     // Whole envelopes a server held before it refused the STARTUP's version
@@ -387,19 +389,21 @@ impl Connection {
 
     /// Appends the wire bytes of `envelopes` (each a whole envelope) to `out`: unframed during
     /// the handshake, framed after the switch. Sending the STARTUP response switches a server;
-    /// a client switches when it receives that response.
+    /// a client switches when it receives that response. The only error is a client's own
+    /// LIFE-6: sending before the STARTUP response.
+    ///
+    /// # Panics
+    ///
+    /// If an envelope is shorter than its header: the caller's bytes are no envelope, which no
+    /// rule of the wire describes (RECV-9 is a receiver's, of a stream that ends).
     pub fn send(&mut self, envelopes: &[&[u8]], out: &mut Vec<u8>) -> Result<(), FramingError> {
         let start = out.len();
         for &bytes in envelopes {
-            if bytes.len() < ENVELOPE_HEADER_LEN {
-                return Err(FramingError::new(
-                    ErrorKind::Truncated {
-                        part: Part::Envelope,
-                        missing: (ENVELOPE_HEADER_LEN - bytes.len()) as u64,
-                    },
-                    self.sent,
-                ));
-            }
+            assert!(
+                EnvelopeHeader::read(bytes).is_some(),
+                "Connection::send: {} bytes are not a whole envelope",
+                bytes.len()
+            );
             let envelope = envelope_from(bytes);
             if let Some(encoder) = &mut self.encoder {
                 encoder.write_envelopes([bytes], out);
@@ -481,16 +485,20 @@ impl Connection {
     }
 
     /// The length of the whole envelope at the front of `unframed`, once it has arrived.
+    /// Besides the versions with the 9-byte header, a server reads a version probe
+    /// ([`UNSPOKEN_VERSIONS`]) and a client the refusal of a retired one, in its 8-byte layout
+    /// (LIFE-14).
     fn whole_unframed_envelope(&self) -> Result<Option<usize>, FramingError> {
-        if self.unframed.len() < ENVELOPE_HEADER_LEN {
+        let Some((header, header_len)) = EnvelopeHeader::read(&self.unframed) else {
             return Ok(None);
-        }
-        let header = envelope_from_header(&self.unframed);
+        };
         let fail = |kind| FramingError::new(kind, self.received);
-        let probe = self.role == Role::Server
-            && !header.is_response()
-            && UNSPOKEN_VERSIONS.contains(&header.protocol_version());
-        if !HEADER_VERSIONS.contains(&header.protocol_version()) && !probe {
+        let version = header.protocol_version();
+        let probe = match self.role {
+            Role::Server => !header.is_response() && UNSPOKEN_VERSIONS.contains(&version),
+            Role::Client => header.is_response() && RETIRED_VERSIONS.contains(&version),
+        };
+        if !HEADER_VERSIONS.contains(&version) && !probe {
             let sender = match self.role {
                 Role::Client => Role::Server,
                 Role::Server => Role::Client,
@@ -501,7 +509,7 @@ impl Connection {
             }));
         }
         let body = checked_body_len(&header, self.max_body).map_err(fail)?;
-        let total = ENVELOPE_HEADER_LEN + body;
+        let total = header_len + body;
         Ok((self.unframed.len() >= total).then_some(total))
     }
 
@@ -524,7 +532,8 @@ impl Connection {
     /// switch: before STARTUP and while it is outstanding, where taking one answer for another
     /// would decide the switch wrongly. An ERROR in another version refuses a version on any
     /// stream (LIFE-11): while STARTUP is outstanding, the STARTUP's; before it, that of the
-    /// outstanding requests in another version, which it answers. A PROTOCOL_ERROR on stream 0
+    /// outstanding requests in another version, which it answers, and of those in a retired
+    /// version, which a server refuses in that version (LIFE-14). A PROTOCOL_ERROR on stream 0
     /// that answers no request is the server's report of a framing error in the client's bytes
     /// (ERR-1, ERR-4): it answers the fault, not a request, and the server closes after it.
     fn pair_response(&mut self, envelope: &Envelope<'_>, offset: u64) -> Result<(), FramingError> {
@@ -538,7 +547,9 @@ impl Connection {
             Phase::Unframed | Phase::Framed(_) => return Ok(()),
         };
         let op = Opcode::from_u8(h.opcode);
-        let refused = |version: u8| h.version != version | RESPONSE_BIT;
+        let refused = |version: u8| {
+            h.version != version | RESPONSE_BIT || RETIRED_VERSIONS.contains(&version)
+        };
         if op == Some(Opcode::Error) {
             match startup_version {
                 Some(version) if refused(version) => return Ok(()),
@@ -748,16 +759,12 @@ fn receive_framed(
     })
 }
 
-fn envelope_from_header(bytes: &[u8]) -> EnvelopeHeader {
-    let mut h = [0u8; ENVELOPE_HEADER_LEN];
-    h.copy_from_slice(&bytes[..ENVELOPE_HEADER_LEN]);
-    EnvelopeHeader::parse(&h)
-}
-
-/// An envelope over `bytes`, which hold exactly one whole envelope.
+/// An envelope over `bytes`, which hold exactly one whole envelope (its header in the layout of
+/// its version).
 fn envelope_from(bytes: &[u8]) -> Envelope<'_> {
+    let (header, len) = EnvelopeHeader::read(bytes).expect("a whole envelope");
     Envelope {
-        header: envelope_from_header(bytes),
-        body: &bytes[ENVELOPE_HEADER_LEN..],
+        header,
+        body: &bytes[len..],
     }
 }

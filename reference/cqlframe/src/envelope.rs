@@ -1,7 +1,13 @@
-//! CQL envelopes: the 9-byte big-endian header and body that frames carry (ENV-1).
+//! CQL envelopes: the 9-byte big-endian header and body that frames carry (ENV-1), and the 8-byte
+//! header of the retired versions, which a client may still send unframed to probe a server.
 
 /// Length of an envelope header.
 pub const ENVELOPE_HEADER_LEN: usize = 9;
+/// Retired protocol versions: their envelope header has 8 bytes, with a one-byte stream. A
+/// client may send one as a version probe; a server refuses it in the same layout and version.
+pub const RETIRED_VERSIONS: std::ops::RangeInclusive<u8> = 1..=2;
+/// Length of the envelope header of the [`RETIRED_VERSIONS`].
+pub const RETIRED_HEADER_LEN: usize = 8;
 /// Envelope flag: body compressed at the envelope layer (never on a framed connection, ENV-4).
 pub const FLAG_COMPRESSION: u8 = 0x01;
 /// Envelope flag: the envelope uses a beta protocol version (ENV-5).
@@ -40,7 +46,25 @@ impl EnvelopeHeader {
         }
     }
 
-    /// The header's 9 wire bytes.
+    /// The header at the front of `bytes`, in the layout its version byte names, and its length;
+    /// `None` until all of it is there.
+    pub fn read(bytes: &[u8]) -> Option<(Self, usize)> {
+        let len = header_len(*bytes.first()?);
+        let b = bytes.get(..len)?;
+        if len == ENVELOPE_HEADER_LEN {
+            return Some((EnvelopeHeader::parse(b.try_into().ok()?), len));
+        }
+        let header = EnvelopeHeader {
+            version: b[0],
+            flags: b[1],
+            stream: i16::from(b[2] as i8),
+            opcode: b[3],
+            length: i32::from_be_bytes([b[4], b[5], b[6], b[7]]),
+        };
+        Some((header, len))
+    }
+
+    /// The 9-byte header, as frames carry it whatever the version byte says (ENV-1).
     pub fn to_bytes(&self) -> [u8; ENVELOPE_HEADER_LEN] {
         let mut b = [0u8; ENVELOPE_HEADER_LEN];
         b[0] = self.version;
@@ -51,6 +75,22 @@ impl EnvelopeHeader {
         b
     }
 
+    /// Appends the header as it goes unframed: in the layout of its version (8 bytes for a
+    /// retired one, else 9).
+    pub fn write_unframed(&self, out: &mut Vec<u8>) {
+        if header_len(self.version) == ENVELOPE_HEADER_LEN {
+            out.extend_from_slice(&self.to_bytes());
+            return;
+        }
+        out.extend_from_slice(&[
+            self.version,
+            self.flags,
+            self.stream as i8 as u8,
+            self.opcode,
+        ]);
+        out.extend_from_slice(&self.length.to_be_bytes());
+    }
+
     /// The protocol version without the direction bit.
     pub fn protocol_version(&self) -> u8 {
         self.version & !RESPONSE_BIT
@@ -59,6 +99,16 @@ impl EnvelopeHeader {
     /// Whether the version byte carries the response bit: server to client.
     pub fn is_response(&self) -> bool {
         self.version & RESPONSE_BIT != 0
+    }
+}
+
+/// The length of an envelope header whose version byte is `version` (either direction): 8 for a
+/// retired version, else 9.
+pub fn header_len(version: u8) -> usize {
+    if RETIRED_VERSIONS.contains(&(version & !RESPONSE_BIT)) {
+        RETIRED_HEADER_LEN
+    } else {
+        ENVELOPE_HEADER_LEN
     }
 }
 
@@ -87,16 +137,25 @@ pub struct Envelope<'a> {
 }
 
 impl Envelope<'_> {
-    /// Header and body as one run of bytes.
+    /// Header and body as one run of bytes, as frames carry them (ENV-1).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(ENVELOPE_HEADER_LEN + self.body.len());
         v.extend_from_slice(&self.header.to_bytes());
         v.extend_from_slice(self.body);
         v
     }
+
+    /// Header and body as they go unframed: the header in the layout of its version.
+    pub fn to_unframed_bytes(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(ENVELOPE_HEADER_LEN + self.body.len());
+        self.header.write_unframed(&mut v);
+        v.extend_from_slice(self.body);
+        v
+    }
 }
 
-/// Builds a whole envelope (header and body) with the length filled in.
+/// Builds a whole envelope (header and body) with the length filled in, as it goes unframed:
+/// the header of a retired version has its 8-byte layout, which frames never carry.
 pub fn envelope_bytes(version: u8, flags: u8, stream: i16, opcode: Opcode, body: &[u8]) -> Vec<u8> {
     let header = EnvelopeHeader {
         version,
@@ -105,7 +164,7 @@ pub fn envelope_bytes(version: u8, flags: u8, stream: i16, opcode: Opcode, body:
         opcode: opcode as u8,
         length: i32::try_from(body.len()).expect("envelope body over 2 GiB"),
     };
-    Envelope { header, body }.to_bytes()
+    Envelope { header, body }.to_unframed_bytes()
 }
 
 /// Why bytes are not a run of whole envelopes; `offset` is where the envelope at fault starts.
@@ -143,18 +202,17 @@ impl SplitError {
     }
 }
 
-/// Cuts concatenated whole envelopes apart by their length fields.
+/// Cuts concatenated whole envelopes apart by their length fields (each header in the layout of
+/// its version).
 pub fn split_envelopes(mut bytes: &[u8]) -> Result<Vec<&[u8]>, SplitError> {
     let mut out = Vec::new();
     let mut offset = 0;
     while !bytes.is_empty() {
-        let header: [u8; ENVELOPE_HEADER_LEN] = bytes
-            .get(..ENVELOPE_HEADER_LEN)
-            .and_then(|h| h.try_into().ok())
-            .ok_or(SplitError::TruncatedHeader { offset })?;
-        let length = usize::try_from(EnvelopeHeader::parse(&header).length)
-            .map_err(|_| SplitError::NegativeLength { offset })?;
-        let total = ENVELOPE_HEADER_LEN + length;
+        let (header, header_len) =
+            EnvelopeHeader::read(bytes).ok_or(SplitError::TruncatedHeader { offset })?;
+        let length =
+            usize::try_from(header.length).map_err(|_| SplitError::NegativeLength { offset })?;
+        let total = header_len + length;
         if bytes.len() < total {
             return Err(SplitError::TruncatedBody { offset });
         }

@@ -270,16 +270,20 @@ impl ErrorKind {
         }
     }
 
-    /// The rule the sender of the offending bytes broke, which the receiver detects under
-    /// [`rule`](Self::rule): a header that fails its CRC24 was sent with a wrong CRC24 (CRC-1),
-    /// or, when it reads as an envelope header, unframed after the switch (LIFE-4). Where the
-    /// receiver's rule already names the sender's fault, the two are the same.
-    pub fn sender_rule(&self) -> &'static str {
+    /// The rule the sender of the offending bytes broke, which a receiver in the role
+    /// `receiver` detects under [`rule`](Self::rule): a header that fails its CRC24 was sent
+    /// with a wrong CRC24 (CRC-1), or, when it reads as an envelope header, unframed after the
+    /// switch (LIFE-4 for a server, LIFE-5 for a client). Where the receiver's rule already
+    /// names the sender's fault, the two are the same.
+    pub fn sender_rule(&self, receiver: Role) -> &'static str {
         match self {
             ErrorKind::HeaderCrcMismatch {
                 unframed_envelope: true,
                 ..
-            } => "LIFE-4",
+            } => match receiver {
+                Role::Client => "LIFE-4",
+                Role::Server => "LIFE-5",
+            },
             ErrorKind::HeaderCrcMismatch { .. } => "CRC-1",
             ErrorKind::ChecksumBitMismatch { .. } => "FMT-13",
             ErrorKind::PayloadChecksumMismatch { algorithm, .. } => match algorithm {

@@ -311,3 +311,84 @@ fn bad_frame_delivers_nothing() {
     assert_eq!(t.error.map(|e| e.rule()), Some("RECV-5"));
     assert!(t.envelopes.is_empty());
 }
+
+/// The rule a decoder names for `wire`, fed whole and one byte at a time (the same either way).
+fn first_rule(s: FrameSettings, max_body: u32, wire: &[u8]) -> &'static str {
+    let whole = Transcript::decode(s, max_body, [wire]);
+    let bytes = Transcript::decode(s, max_body, wire.chunks(1));
+    let rule = |t: &Transcript| t.error.as_ref().map_or("none", |e| e.rule());
+    assert_eq!(rule(&whole), rule(&bytes));
+    assert!(whole.envelopes.is_empty());
+    rule(&whole)
+}
+
+/// A frame with `content` and `self_contained`, written by hand with these settings.
+fn frame(s: FrameSettings, content: &[u8], self_contained: bool) -> Vec<u8> {
+    use cqlframe::encoder::write_raw;
+    use cqlframe::header::FrameHeader;
+    let header = FrameHeader::new(
+        s.format,
+        content.len() as u32,
+        0,
+        self_contained,
+        s.checksum == PayloadChecksum::Crc32c,
+    );
+    let mut wire = Vec::new();
+    write_raw(&header, content, s.checksum.compute(content), &mut wire);
+    wire
+}
+
+// RECV-14: the checksum bit is checked as soon as the header has arrived, before the receiver
+// waits for the payload, so a frame whose bit disagrees fails RECV-3 even when the stream ends
+// inside it (not RECV-9); a frame whose bit agrees, cut the same way, is RECV-9.
+#[test]
+fn the_checksum_bit_is_checked_before_the_payload_is_awaited() {
+    let envelope = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[0u8; 30]);
+    for format in [Format::Uncompressed, Format::Lz4] {
+        let crc32c = FrameSettings::new(format, PayloadChecksum::Crc32c);
+        let crc32 = FrameSettings::new(format, PayloadChecksum::Crc32);
+        let wire = frame(crc32c, &envelope, true);
+        let cut = &wire[..format.header_len() + 5];
+        assert_eq!(first_rule(crc32, MAX_BODY, cut), "RECV-3", "{format:?}");
+        assert_eq!(first_rule(crc32c, MAX_BODY, cut), "RECV-9", "{format:?}");
+    }
+}
+
+// RECV-14: the payload checksum is verified before the block is decoded: a malformed block under
+// a wrong trailer is RECV-2, under its own trailer LZ4-4.
+#[test]
+fn the_payload_checksum_comes_before_the_block() {
+    use cqlframe::encoder::write_raw;
+    use cqlframe::header::FrameHeader;
+    let s = FrameSettings::new(Format::Lz4, PayloadChecksum::Crc32);
+    let block = [0xF0u8, 0xFF, 0xFF, 1, 2];
+    let header = FrameHeader::new(Format::Lz4, block.len() as u32, 40, true, false);
+    let right = s.checksum.compute(&block);
+    for (trailer, want) in [(right ^ 1, "RECV-2"), (right, "LZ4-4")] {
+        let mut wire = Vec::new();
+        write_raw(&header, &block, trailer, &mut wire);
+        assert_eq!(first_rule(s, MAX_BODY, &wire), want);
+    }
+}
+
+// RECV-14: of an envelope's checks, a negative body length (ENV-3) comes first, then one above
+// the maximum (RECV-12), and only then whether the envelope fits its self-contained frame
+// (RECV-5) or its sequence (RECV-7): each header below also runs past its frame, and each
+// sequence frame also carries bytes past the envelope it announces.
+#[test]
+fn envelope_checks_come_in_order() {
+    let s = FrameSettings::default();
+    let with_length = |length: i32| {
+        let mut e = envelope_bytes(0x85, 0, 1, Opcode::Result, &[7u8; 3]);
+        e[5..9].copy_from_slice(&length.to_be_bytes());
+        e
+    };
+    for (length, want) in [(-2, "ENV-3"), (1000, "RECV-12"), (10, "RECV-5")] {
+        let e = with_length(length);
+        assert_eq!(first_rule(s, 99, &frame(s, &e, true)), want, "{length}");
+    }
+    for (length, want) in [(-2, "ENV-3"), (1000, "RECV-12"), (1, "RECV-7")] {
+        let e = with_length(length);
+        assert_eq!(first_rule(s, 99, &frame(s, &e, false)), want, "{length}");
+    }
+}

@@ -572,6 +572,40 @@ fn version_probes_are_refused_not_errors() {
     );
 }
 
+// LIFE-14: a v1 or v2 envelope has an 8-byte header with a one-byte stream, on the server's side
+// (the probe) and the client's (its refusal in the same version and layout, on any stream); the
+// envelope after it is read where it starts. A retired version's response is no probe.
+#[test]
+fn retired_versions_have_an_8_byte_header() {
+    for v in [1u8, 2] {
+        let probe = envelope_bytes(v, 0, 7, Opcode::Options, &[]);
+        assert_eq!(probe, [v, 0, 7, Opcode::Options as u8, 0, 0, 0, 0]);
+        let mut srv = server();
+        let mut seen = Seen::default();
+        let wire = [probe.clone(), envelope_bytes(5, 0, 1, Opcode::Options, &[])].concat();
+        receive(&mut srv, &wire, &mut seen).unwrap();
+        assert_eq!(seen.refused, vec![v]);
+        assert_eq!(seen.envelopes, vec![(false, Opcode::Options as u8, 0)]);
+        assert_eq!(srv.finish(), Ok(()));
+
+        let mut c = client();
+        c.await_answer(7, v);
+        let mut seen = Seen::default();
+        receive(&mut c, &error_on(v | 0x80, 0, 0), &mut seen).unwrap();
+        assert_eq!(seen.envelopes, vec![(false, Opcode::Error as u8, 8)]);
+        assert_eq!(c.finish(), Ok(()));
+        assert_eq!(refused(&mut server(), &error_on(v | 0x80, 0, 0)), "LIFE-3");
+    }
+}
+
+// A caller's bytes shorter than an envelope header are its bug, not a rule of the wire: send
+// panics instead of naming a receiver's RECV-9.
+#[test]
+#[should_panic(expected = "are not a whole envelope")]
+fn sending_less_than_an_envelope_header_is_a_caller_bug() {
+    let _ = client().send(&[&[5, 0, 0, 1]], &mut Vec::new());
+}
+
 /// An unframed SUPPORTED on `stream`, as a v5 server answers OPTIONS.
 fn supported_on(stream: i16) -> Vec<u8> {
     let options = body::string_multimap(&[("COMPRESSION", vec!["lz4"])]);

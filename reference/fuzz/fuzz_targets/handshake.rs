@@ -67,12 +67,12 @@ impl Driver {
                 ConnectionEvent::Refused { offset, envelope } => {
                     assert!(negotiated.is_none(), "version probe after the switch");
                     assert_eq!(offset, *next_offset, "refused envelope offset");
-                    *next_offset += envelope.to_bytes().len() as u64;
+                    *next_offset += envelope.to_unframed_bytes().len() as u64;
                 }
                 ConnectionEvent::Unframed { offset, envelope } => {
                     assert!(negotiated.is_none(), "unframed envelope after the switch");
                     assert_eq!(offset, *next_offset, "unframed envelope offset");
-                    *next_offset += envelope.to_bytes().len() as u64;
+                    *next_offset += envelope.to_unframed_bytes().len() as u64;
                     if envelope.header.opcode == Opcode::Startup as u8 {
                         startups.push(envelope.header.stream);
                     }
@@ -96,7 +96,7 @@ impl Driver {
                         "rejected for {error}"
                     );
                     if negotiated.is_none() {
-                        *next_offset += envelope.to_bytes().len() as u64;
+                        *next_offset += envelope.to_unframed_bytes().len() as u64;
                     }
                 }
                 // The offsets above account for every event; a new one must be added here.

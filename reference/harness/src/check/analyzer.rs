@@ -91,6 +91,8 @@ impl ConnSummary {
 
 /// Searching a direction for its first frame (joined midway, or after a gap).
 struct Sync {
+    /// Stream offset where the search began.
+    from: u64,
     buf: Vec<u8>,
     /// Stream offset of `buf[0]`.
     base: u64,
@@ -108,6 +110,7 @@ struct Sync {
 impl Sync {
     fn new(base: u64, known: Option<(FrameSettings, Option<u8>)>) -> Box<Self> {
         Box::new(Sync {
+            from: base,
             buf: Vec::new(),
             base,
             scan: 0,
@@ -194,9 +197,13 @@ impl Analyzer {
 
     fn start_joined(&mut self) {
         self.decided = true;
-        self.summary
-            .notes
-            .push("joined midway: no handshake in the capture; frame format detected".into());
+        self.summary.notes.push(
+            concat!(
+                "joined midway: no handshake in the capture; each direction is decoded from a ",
+                "self-contained frame whose checksums verify"
+            )
+            .into(),
+        );
         self.syncs = [Some(Sync::new(0, None)), Some(Sync::new(0, None))];
     }
 
@@ -369,14 +376,37 @@ impl Analyzer {
         self.syncs[d] = Some(Sync::new(offset + missing, known));
     }
 
-    /// Summary at the end: directions still open are noted, the findings tallied per rule.
+    /// Summary at the end: directions still open are noted, and so are bytes searched for a
+    /// frame in vain (a join or a gap that never found its way back), so that what was not
+    /// checked never reads as clean; the findings are tallied per rule.
     pub fn close(mut self) -> ConnSummary {
         for d in [C2S, S2C] {
+            if let Some(s) = &self.syncs[d] {
+                let searched = s.base + s.buf.len() as u64 - s.from;
+                if searched > 0 {
+                    let note = format!(
+                        "{}: no self-contained frame whose checksums verify in the {searched} \
+                         bytes from byte {}: not checked",
+                        direction(d).name(),
+                        s.from
+                    );
+                    self.summary.notes.push(note);
+                }
+            }
             if self.summary.dir(d).closed.is_none() && self.seen_data[d] {
                 self.summary.dir(d).closed = Some("open at the end of the capture");
             }
             self.summary.dir(d).stats = self.judge.stats(direction(d)).clone();
+            if self.syncs[d].is_some() && self.seen_data[d] {
+                let note = format!(
+                    "{}: no frame to judge from was found after the last gap or join: the rest is not checked",
+                    direction(d).name()
+                );
+                self.summary.notes.push(note);
+            }
         }
+        let unjudged = self.judge.unjudged().into_iter().map(|u| u.to_string());
+        self.summary.notes.extend(unjudged);
         let connection = self.summary.id;
         self.summary.rules = self
             .tally

@@ -5,7 +5,7 @@
 use super::analyzer::ConnSummary;
 use super::Checker;
 use crate::pcap::read::Reader;
-use crate::pcap::write::{self as capture, Options};
+use crate::pcap::write::{self as capture, HandshakeWrites, Options};
 use crate::verdict::Level;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -135,7 +135,9 @@ fn want_clean(case: &Value) -> bool {
     case["valid"] == true && expected(case).is_empty()
 }
 
-fn streams(case: &Value) -> (Vec<u8>, Vec<u8>, Option<usize>, usize) {
+type Streams = (Vec<u8>, Vec<u8>, Option<usize>, usize, HandshakeWrites);
+
+fn streams(case: &Value) -> Streams {
     let read = |side: &str| {
         std::fs::read(
             root()
@@ -151,15 +153,21 @@ fn streams(case: &Value) -> (Vec<u8>, Vec<u8>, Option<usize>, usize) {
         case["server_responds_after"]
             .as_u64()
             .expect("responds_after") as usize,
+        case["handshake_writes"]
+            .as_str()
+            .and_then(HandshakeWrites::from_name)
+            .expect("handshake_writes"),
     )
 }
 
 fn session_pcap(case: &Value, options: &Options) -> Vec<u8> {
-    let (client, server, switch, after) = streams(case);
-    let turns = capture::session_turns(&client, &server, switch, after).expect("turns");
+    let (client, server, switch, after, writes) = streams(case);
+    let turns = capture::session_turns(&client, &server, switch, after, writes).expect("turns");
     capture::pcap(&turns, options).expect("pcap")
 }
 
+// JUDGE-1, JUDGE-10: each direction judged as its receiver receives it, the receivers' errors
+// under their rules, one of the outcomes the manifest allows.
 #[test]
 fn committed_session_captures() {
     for case in sessions() {
@@ -182,6 +190,7 @@ fn committed_session_captures() {
     }
 }
 
+// JUDGE-2: bytes of one write cut into many segments are still one write's bytes in order.
 #[test]
 fn resegmented_captures_give_the_same_result() {
     for case in sessions() {
@@ -329,7 +338,38 @@ fn joined_midway_detects_the_format() {
             }
         }
         assert!(detected > 0, "{id}: the format was never detected");
+        // JUDGE-11: where judging starts is said.
+        let found = check_bytes(&write_pcap(&base, &packets[12..]));
+        let notes = found.iter().flat_map(|c| c.notes.iter());
+        let said =
+            notes.filter(|n| n.contains("joined midway") || n.contains("decoding from byte"));
+        assert!(said.count() >= 2, "{id}: {found:#?}");
     }
+}
+
+/// A capture that starts inside the handshake has no frame to decode from: each direction that
+/// carried bytes says it was not checked, rather than read as clean.
+#[test]
+fn joined_without_a_frame_says_what_was_not_checked() {
+    let case = sessions()
+        .into_iter()
+        .find(|c| c["id"] == "session.v5")
+        .expect("case");
+    let base = session_pcap(&case, &Options::default());
+    let packets = records(&base);
+    // from the SUPPORTED on: the handshake, no frame yet in the client's direction before its end
+    let found = check_bytes(&write_pcap(&base, &packets[5..8]));
+    let c = &found[0];
+    assert_eq!(c.handshake, "joined");
+    assert_eq!(c.violations + c.findings, 0, "{:#?}", c.rules);
+    assert!(
+        c.notes.iter().any(
+            |n| n.starts_with("server-to-client: no self-contained frame")
+                && n.ends_with(": not checked")
+        ),
+        "{:#?}",
+        c.notes
+    );
 }
 
 #[test]
@@ -350,6 +390,59 @@ fn a_lost_segment_is_a_gap_not_a_violation() {
         c.client_to_server.lost_bytes + c.server_to_client.lost_bytes > 0,
         "{c:#?}"
     );
+    // JUDGE-11: the gap and where judging resumes are said.
+    let gap = c
+        .notes
+        .iter()
+        .find(|n| n.contains("missing from the capture"));
+    assert!(
+        gap.is_some_and(|n| n.contains("looking for the next frame")),
+        "{:#?}",
+        c.notes
+    );
+    let resumed = |n: &&String| n.contains("decoding from byte") || n.contains("not checked");
+    assert!(c.notes.iter().any(|n| resumed(&n)), "{:#?}", c.notes);
+}
+
+// JUDGE-11: a STARTUP never answered, asking FRAME_CHECKSUM=crc32c of a node whose SUPPORTED the
+// capture does not hold: no violation, and both said in the connection's notes. With the
+// node's SUPPORTED on the connection, NEG-4 is judged instead (JUDGE-7).
+#[test]
+fn what_a_capture_cannot_show_is_noted() {
+    use cqlframe::body;
+    use cqlframe::envelope::{envelope_bytes, Opcode};
+    let options = [("CQL_VERSION", "3.0.0"), ("FRAME_CHECKSUM", "crc32c")];
+    let startup = envelope_bytes(5, 0, 1, Opcode::Startup, &body::string_map(&options));
+    let turns = [capture::Turn::client(&startup)];
+    let found = check_bytes(&capture::pcap(&turns, &Options::default()).expect("pcap"));
+    let c = &found[0];
+    assert_eq!((c.violations, c.rules.len()), (0, 0), "{:#?}", c.rules);
+    let noted = |what: &str| c.notes.iter().any(|n| n.contains(what));
+    assert!(
+        noted("never answered") && noted("NEG-4 not judged"),
+        "{:#?}",
+        c.notes
+    );
+
+    let ask = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
+    let listed = body::string_multimap(&[("FRAME_CHECKSUMS", vec!["crc32"])]);
+    let supported = envelope_bytes(0x85, 0, 0, Opcode::Supported, &listed);
+    let turns = [
+        capture::Turn::client(&ask),
+        capture::Turn::server(&supported),
+        capture::Turn::client(&startup),
+    ];
+    let found = check_bytes(&capture::pcap(&turns, &Options::default()).expect("pcap"));
+    let c = &found[0];
+    assert_eq!(
+        rules(&found),
+        vec![("client-to-server".into(), "NEG-4".into())]
+    );
+    assert!(
+        !c.notes.iter().any(|n| n.contains("NEG-4")),
+        "{:#?}",
+        c.notes
+    );
 }
 
 /// ENV-4 is a SHOULD NOT: a client that sets the envelope COMPRESSION flag after the switch (as
@@ -366,5 +459,7 @@ fn compression_flag_is_one_should_finding_per_connection() {
     assert_eq!((f.first.rule, f.first.level), ("ENV-4", Level::Should));
     assert_eq!(f.first.direction.name(), "client-to-server");
     assert_eq!(f.count, 2, "both framed requests carry the flag");
+    // JUDGE-8, JUDGE-9: the entry gives the first of the two findings the manifest lists.
+    assert_eq!(f.first.offset, 58);
     assert_eq!(c.client_to_server.stats.envelopes, 2);
 }

@@ -25,21 +25,38 @@ use std::path::{Path, PathBuf};
 /// The kit's `conformance/` folder, found from the repository the running `cqlframe` belongs
 /// to (the binary's folder upwards, e.g. from `target/release/`), else the one it was built
 /// from, else from the working directory upwards. So the command finds its catalogue and
-/// adapters from any working directory, a driver's own repository included.
-pub fn conformance_dir() -> PathBuf {
-    let from_exe = std::env::current_exe()
-        .ok()
-        .and_then(|exe| find_upwards(&exe));
-    let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance");
-    from_exe
+/// adapters from any working directory, a driver's own repository included. An installed
+/// binary whose source folder is gone finds none: the error says where it looked and which
+/// options point at a checkout of the kit.
+pub fn conformance_dir() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().ok();
+    // The repository root: this crate is reference/harness.
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap_or(Path::new(".."));
+    let built_from = source.join("conformance");
+    let cwd = std::env::current_dir().ok();
+    exe.as_deref()
+        .and_then(find_upwards)
         .or_else(|| {
             built_from
                 .join("cases.toml")
                 .is_file()
                 .then_some(built_from)
         })
-        .or_else(|| std::env::current_dir().ok().and_then(|d| find_upwards(&d)))
-        .unwrap_or_else(|| PathBuf::from("conformance"))
+        .or_else(|| cwd.as_deref().and_then(find_upwards))
+        .ok_or_else(|| {
+            format!(
+                "no conformance/cases.toml found above {}, in {} (the source this cqlframe was \
+                 built from) or above {}: give a checkout of the kit with --catalogue \
+                 KIT/conformance/cases.toml and --drivers-dir KIT/conformance/drivers (with \
+                 --adapter NAME=PATH alone, --catalogue is enough)",
+                exe.as_deref().unwrap_or(Path::new("?")).display(),
+                source.display(),
+                cwd.as_deref().unwrap_or(Path::new("?")).display(),
+            )
+        })
 }
 
 /// The first `conformance/` holding `cases.toml` in `start` or a folder above it.
@@ -52,7 +69,10 @@ fn find_upwards(start: &Path) -> Option<PathBuf> {
 
 /// The case catalogue at `path`, or the repository's `conformance/cases.toml`.
 pub fn load(path: Option<PathBuf>) -> Result<cases::Catalogue, String> {
-    let path = path.unwrap_or_else(|| conformance_dir().join("cases.toml"));
+    let path = match path {
+        Some(path) => path,
+        None => conformance_dir()?.join("cases.toml"),
+    };
     cases::load(&path)
 }
 

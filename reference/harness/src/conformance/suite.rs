@@ -179,13 +179,13 @@ pub fn run(options: &Options, mut progress: impl FnMut(Progress)) -> Result<Fini
 
 /// The drivers `options` select: the kit's adapters, then those from outside it.
 fn drivers(options: &Options) -> Result<Vec<Driver>, String> {
-    let drivers_dir = options
-        .drivers_dir
-        .clone()
-        .unwrap_or_else(|| conformance_dir().join("drivers"));
     let mut drivers = if options.drivers.is_empty() && !options.adapters.is_empty() {
         Vec::new()
     } else {
+        let drivers_dir = match &options.drivers_dir {
+            Some(dir) => dir.clone(),
+            None => conformance_dir()?.join("drivers"),
+        };
         adapter::discover(&drivers_dir, &options.drivers)?
     };
     for spec in &options.adapters {

@@ -121,14 +121,42 @@ impl Options {
     }
 }
 
+/// How the two ends wrote their handshake envelopes (the manifest's `handshake_writes`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HandshakeWrites {
+    /// Request 1, response 1, request 2, ...: each end waits for the other's envelope.
+    #[default]
+    LockStep,
+    /// The client's handshake requests in one write, then the server's answers in one write: a
+    /// client may write OPTIONS and STARTUP without waiting (LIFE-3), a server its answers.
+    Together,
+}
+
+impl HandshakeWrites {
+    pub const ALL: [HandshakeWrites; 2] = [HandshakeWrites::LockStep, HandshakeWrites::Together];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            HandshakeWrites::LockStep => "lock-step",
+            HandshakeWrites::Together => "together",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        HandshakeWrites::ALL.into_iter().find(|w| w.name() == name)
+    }
+}
+
 /// The turns of a session, from its two streams and where the server answers STARTUP
 /// (the manifest's `server_switch_offset` and `server_responds_after`):
 ///
 /// 1. the handshake: `client[..server_responds_after]` and `server[..server_switch]` (the whole
-///    server stream when `server_switch` is `None`) split at envelope boundaries and taken in
-///    lock step (request 1, response 1, request 2, ...), except that the server's last
-///    handshake envelope (the STARTUP response) follows every client byte of the handshake part;
-///    a part that is not a sequence of whole envelopes stays one turn;
+///    server stream when `server_switch` is `None`). Written [`HandshakeWrites::Together`], it
+///    is one client turn and one server turn. Written [`HandshakeWrites::LockStep`], both are
+///    split at envelope boundaries and taken in lock step (request 1, response 1, request 2,
+///    ...), except that the server's last handshake envelope (the STARTUP response) follows
+///    every client byte of the handshake part; a part that is not a sequence of whole envelopes
+///    stays one turn;
 /// 2. the rest of the client stream;
 /// 3. the rest of the server stream.
 ///
@@ -138,6 +166,7 @@ pub fn session_turns<'a>(
     server: &'a [u8],
     server_switch: Option<usize>,
     server_responds_after: usize,
+    writes: HandshakeWrites,
 ) -> Result<Vec<Turn<'a>>, WriteError> {
     let switch = server_switch.unwrap_or(server.len());
     if server_responds_after > client.len() {
@@ -154,7 +183,10 @@ pub fn session_turns<'a>(
     }
     let (client_hs, client_rest) = client.split_at(server_responds_after);
     let (server_hs, server_rest) = server.split_at(switch);
-    let pieces = |bytes: &'a [u8]| split_envelopes(bytes).unwrap_or_else(|_| vec![bytes]);
+    let pieces = |bytes: &'a [u8]| match writes {
+        HandshakeWrites::LockStep => split_envelopes(bytes).unwrap_or_else(|_| vec![bytes]),
+        HandshakeWrites::Together => vec![bytes],
+    };
     let requests = pieces(client_hs);
     let responses = pieces(server_hs);
     let mut turns = Vec::new();
@@ -644,7 +676,14 @@ mod tests {
         let server = [supported.clone(), ready.clone(), b"framed rows".to_vec()].concat();
         let responds = options.len() + startup.len();
         let switch = supported.len() + ready.len();
-        let turns = session_turns(&client, &server, Some(switch), responds).unwrap();
+        let turns = session_turns(
+            &client,
+            &server,
+            Some(switch),
+            responds,
+            HandshakeWrites::LockStep,
+        )
+        .unwrap();
         let want: [(Peer, &[u8]); 6] = [
             (Peer::Client, &options),
             (Peer::Server, &supported),
@@ -657,10 +696,25 @@ mod tests {
             turns,
             want.map(|(from, bytes)| Turn { from, bytes }).to_vec()
         );
+        // Written together: one turn a side for the handshake.
+        let together = HandshakeWrites::Together;
+        let turns = session_turns(&client, &server, Some(switch), responds, together).unwrap();
+        let both = |a: &[u8], b: &[u8]| [a, b].concat();
+        let want: [(Peer, &[u8]); 4] = [
+            (Peer::Client, &both(&options, &startup)),
+            (Peer::Server, &both(&supported, &ready)),
+            (Peer::Client, b"framed query"),
+            (Peer::Server, b"framed rows"),
+        ];
+        assert_eq!(
+            turns,
+            want.map(|(from, bytes)| Turn { from, bytes }).to_vec()
+        );
         // Bytes that are not envelopes stay one turn; an empty side gives no turn.
-        let turns = session_turns(b"not an envelope", &[], None, 15).unwrap();
+        let lock_step = HandshakeWrites::LockStep;
+        let turns = session_turns(b"not an envelope", &[], None, 15, lock_step).unwrap();
         assert_eq!(turns, [Turn::client(b"not an envelope")]);
-        assert!(session_turns(b"ab", &[], None, 3).is_err());
-        assert!(session_turns(b"ab", b"c", Some(2), 2).is_err());
+        assert!(session_turns(b"ab", &[], None, 3, lock_step).is_err());
+        assert!(session_turns(b"ab", b"c", Some(2), 2, lock_step).is_err());
     }
 }

@@ -2,7 +2,7 @@
 //! entry per rule with its count and first offset), which is what the reports print.
 
 use crate::verdict::{Check, Level, Status};
-use cqlframe::FramingError;
+use cqlframe::{FramingError, Role};
 use serde::Serialize;
 
 /// Which way the judged bytes went.
@@ -16,6 +16,14 @@ pub enum Direction {
 
 impl Direction {
     pub const BOTH: [Direction; 2] = [Direction::ClientToServer, Direction::ServerToClient];
+
+    /// The role that receives the bytes of this direction.
+    pub fn receiver(self) -> Role {
+        match self {
+            Direction::ClientToServer => Role::Server,
+            Direction::ServerToClient => Role::Client,
+        }
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -90,7 +98,7 @@ impl Finding {
     /// A framing error the receiver found: fatal for a stream error, not for an envelope
     /// refused on its own (ENV-2, ENV-5).
     pub fn error(e: &FramingError, direction: Direction, fatal: bool) -> Self {
-        let sender = e.kind.sender_rule();
+        let sender = e.kind.sender_rule(direction.receiver());
         Finding {
             rule: e.rule(),
             sender_rule: (sender != e.rule()).then_some(sender),

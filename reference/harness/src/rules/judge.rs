@@ -16,8 +16,10 @@
 
 use super::finding::{Direction, Finding};
 use super::sender::{SenderChecks, Stats};
+use super::unjudged::Unjudged;
 use crate::verdict::Level;
 use cqlframe::body;
+use cqlframe::checksum::PayloadChecksum;
 use cqlframe::connection::{
     framed_envelope_fault, negotiate, Connection, ConnectionEvent, Negotiated, Role, ServerOptions,
     FIRST_FRAMED_VERSION,
@@ -25,6 +27,7 @@ use cqlframe::connection::{
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::encoder::SplitPolicy;
 use cqlframe::envelope::{opcode_name, Envelope, EnvelopeHeader, Opcode, RESPONSE_BIT};
+use cqlframe::error::ErrorKind;
 use cqlframe::format::{parse_checksum, FrameSettings};
 use cqlframe::FramingError;
 
@@ -49,6 +52,8 @@ enum Mode {
 /// The client's STARTUP, as far as the server's response to it is judged.
 #[derive(Debug)]
 struct Startup {
+    /// Its first byte in the client's stream.
+    offset: u64,
     version: u8,
     stream: i16,
     /// Its options; `None` for a malformed body.
@@ -72,12 +77,7 @@ pub struct Judge {
     server: Connection,
     /// Client role: receives the server's bytes.
     client: Connection,
-    /// What the node is known to accept: the caller's word, else learned from SUPPORTED.
-    known: Option<ServerOptions>,
-    /// The caller said what the node accepts: SUPPORTED changes nothing.
-    told: bool,
-    /// The `FRAME_CHECKSUMS` values the node listed, once known (empty: SUPPORTED had none).
-    listed: Option<Vec<String>>,
+    node: Node,
     /// STARTUP seen: later client envelopes are not shown to `client`.
     startup: Option<Startup>,
     /// The STARTUP response has been shown to `server`.
@@ -85,6 +85,8 @@ pub struct Judge {
     /// Unframed client bytes so far, to replay into a re-created `server`.
     replay: Option<Vec<u8>>,
     negotiated: Option<Negotiated>,
+    /// What the handshake left undecided so far (JUDGE-11).
+    unjudged: Vec<Unjudged>,
     sides: [Side; 2],
 }
 
@@ -95,7 +97,9 @@ impl Judge {
     }
 
     /// A connection to a node that accepts `node` (whatever its SUPPORTED says), seen from its
-    /// first byte.
+    /// first byte. NEG-4 is judged on what the client heard, not on what the node accepts: until
+    /// a SUPPORTED of the node is seen on the connection or [`Judge::heard`] on another, nothing
+    /// is listed, and a `FRAME_CHECKSUM` other than `crc32` breaks it.
     pub fn for_node(node: ServerOptions, max_body: u32) -> Self {
         Judge::paired(Some(node), max_body)
     }
@@ -110,13 +114,7 @@ impl Judge {
     }
 
     fn paired(node: Option<ServerOptions>, max_body: u32) -> Self {
-        let listed = node.as_ref().map(|n| {
-            n.checksums
-                .iter()
-                .flatten()
-                .map(|c| c.name().to_string())
-                .collect()
-        });
+        let listed = node.as_ref().map(|_| Vec::new());
         Judge {
             max_body,
             server: Connection::server(
@@ -125,13 +123,16 @@ impl Judge {
                 SplitPolicy::SERVER,
             ),
             client: Connection::new(Role::Client, max_body, SplitPolicy::DRIVERS),
-            told: node.is_some(),
-            known: node,
-            listed,
+            node: Node {
+                told: node.is_some(),
+                known: node,
+                listed,
+            },
             startup: None,
             responded: false,
             replay: Some(Vec::new()),
             negotiated: None,
+            unjudged: Vec::new(),
             sides: Direction::BOTH.map(|d| Side {
                 mode: Mode::Paired,
                 checks: SenderChecks::new(d),
@@ -143,6 +144,17 @@ impl Judge {
     /// The handshake's outcome, once a side has switched to framing.
     pub fn negotiated(&self) -> Option<Negotiated> {
         self.negotiated
+    }
+
+    /// What the judge could not decide on this connection (JUDGE-11): a FRAME_CHECKSUM judged
+    /// against nothing known of the node, and a STARTUP that could switch left unanswered.
+    pub fn unjudged(&self) -> Vec<Unjudged> {
+        let mut all = self.unjudged.clone();
+        let unanswered = |s: &&Startup| !self.responded && s.version >= FIRST_FRAMED_VERSION;
+        if let Some(s) = self.startup.as_ref().filter(unanswered) {
+            all.push(Unjudged::StartupUnanswered { offset: s.offset });
+        }
+        all
     }
 
     pub fn stats(&self, d: Direction) -> &Stats {
@@ -261,17 +273,17 @@ impl Judge {
                 }
             }
         }
-        let mut supported = None;
         let Judge {
+            max_body,
             server,
             client,
-            known,
-            listed,
+            node,
+            unjudged,
             startup,
             responded,
+            replay,
             negotiated,
             sides,
-            ..
         } = self;
         let checks = &mut sides[d.index()].checks;
         // `peer` is the other side's Connection, shown the handshake envelopes.
@@ -299,19 +311,33 @@ impl Judge {
                         // The client's envelopes up to and including the STARTUP.
                         let before_startup = startup.is_none();
                         if before_startup && h.opcode == Opcode::Startup as u8 {
-                            *startup = Some(Startup {
+                            let s = Startup {
+                                offset,
                                 version: h.protocol_version(),
                                 stream: h.stream,
                                 options: body::read_string_map(envelope.body).ok(),
-                            });
-                            out.extend(unlisted_checksum(&envelope, listed.as_deref(), offset));
+                            };
+                            match node.listed.as_deref() {
+                                Some(listed) => {
+                                    out.extend(unlisted_checksum(&envelope, listed, offset))
+                                }
+                                None => unjudged.extend(s.unjudged_checksum("NEG-4", offset)),
+                            }
+                            *startup = Some(s);
                         }
                         before_startup
                     } else {
                         // What the node accepts shows in any SUPPORTED before the switch
-                        // (one answering an OPTIONS sent before STARTUP may come after it).
+                        // (one answering an OPTIONS sent before STARTUP may come after it),
+                        // learned before the envelopes after it are shown to the server side:
+                        // a READY in the same write switches the re-created one.
                         if h.opcode == Opcode::Supported as u8 && !*responded {
-                            supported = Some(envelope.body.to_vec());
+                            let map = body::read_string_multimap(envelope.body);
+                            if let Some(options) = node.hear(&map.unwrap_or_default()) {
+                                if let Some(bytes) = replay {
+                                    *peer = replayed(options, *max_body, bytes);
+                                }
+                            }
                         }
                         // The server's envelopes up to the STARTUP response, or up to the
                         // refusal of the STARTUP's version (LIFE-11).
@@ -321,13 +347,17 @@ impl Judge {
                             .filter(|s| show && ends_startup_wait(s, &h))
                         {
                             *responded = true;
-                            out.extend(missed_refusal(s, known.as_ref(), &envelope, offset));
+                            out.extend(missed_refusal(s, node.known.as_ref(), &envelope, offset));
+                            let answers = h.version == s.version | RESPONSE_BIT;
+                            if node.known.is_none() && answers {
+                                unjudged.extend(s.unjudged_checksum("NEG-6", offset));
+                            }
                         }
                         show
                     };
                     if show {
                         let mut sink = Vec::new();
-                        let _ = peer.send(&[&envelope.to_bytes()], &mut sink);
+                        let _ = peer.send(&[&envelope.to_unframed_bytes()], &mut sink);
                     }
                 }
                 ConnectionEvent::Frame(f) => {
@@ -355,41 +385,28 @@ impl Judge {
             Ok(())
         });
         if let Err(e) = result {
-            out.push(Finding::error(&e, d, true));
+            let mut finding = Finding::error(&e, d, true);
+            // The client side framed what it asked (READY or AUTHENTICATE, not an ERROR).
+            let client = if client_side { peer } else { receiver };
+            let took = client
+                .negotiated()
+                .is_some_and(|n| n.settings.checksum != PayloadChecksum::Crc32);
+            if matches!(e.kind, ErrorKind::ChecksumBitMismatch { .. })
+                && took
+                && checksum_ignored(node.known.as_ref(), startup.as_ref())
+            {
+                finding.sender_rule = Some("NEG-4");
+            }
+            out.push(finding);
         }
-        if let Some(body) = supported {
-            self.learn_supported(&body);
-        }
-    }
-
-    /// The server's SUPPORTED says which `FRAME_CHECKSUM` values it lists and acts on.
-    fn learn_supported(&mut self, body: &[u8]) {
-        self.heard(&body::read_string_multimap(body).unwrap_or_default());
     }
 
     /// What a SUPPORTED from the same node said, on this connection or another (NEG-4 counts
-    /// both): the `FRAME_CHECKSUM` values it lists and acts on, unless the caller said what the
+    /// both): the `FRAME_CHECKSUM` values it lists, and acts on unless the caller said what the
     /// node accepts.
     pub fn heard(&mut self, map: &[(String, Vec<String>)]) {
-        if self.told {
-            return;
-        }
-        let listed = map
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case("FRAME_CHECKSUMS"))
-            .map(|(_, v)| v.clone());
-        let options = ServerOptions {
-            lz4: true,
-            checksums: listed
-                .as_ref()
-                .map(|v| v.iter().filter_map(|name| parse_checksum(name)).collect()),
-        };
-        self.listed = Some(listed.unwrap_or_default());
-        self.known = Some(options.clone());
-        if let Some(replay) = &self.replay {
-            let mut server = Connection::server(options, self.max_body, SplitPolicy::SERVER);
-            let _ = server.receive(replay, |_| Ok(()));
-            self.server = server;
+        if let (Some(options), Some(bytes)) = (self.node.hear(map), &self.replay) {
+            self.server = replayed(options, self.max_body, bytes);
         }
     }
 
@@ -427,6 +444,46 @@ impl Judge {
             out.push(Finding::error(&e, d, true));
         }
     }
+}
+
+/// What the server node is known to accept.
+#[derive(Debug)]
+struct Node {
+    /// The caller's word, else learned from SUPPORTED.
+    known: Option<ServerOptions>,
+    /// The caller said what the node accepts: SUPPORTED changes that not.
+    told: bool,
+    /// The `FRAME_CHECKSUMS` values the client has heard the node list (NEG-4), once known:
+    /// empty when its SUPPORTED had none, or when the caller knows no SUPPORTED was heard.
+    listed: Option<Vec<String>>,
+}
+
+impl Node {
+    /// Learns from a SUPPORTED's multimap which `FRAME_CHECKSUM` values the node lists and acts
+    /// on; what a server side re-created from it accepts, unless the caller's word stands.
+    fn hear(&mut self, map: &[(String, Vec<String>)]) -> Option<ServerOptions> {
+        let listed = map
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("FRAME_CHECKSUMS"))
+            .map(|(_, v)| v.clone());
+        self.listed = Some(listed.clone().unwrap_or_default());
+        if self.told {
+            return None;
+        }
+        let options = ServerOptions {
+            lz4: true,
+            checksums: listed.map(|v| v.iter().filter_map(|name| parse_checksum(name)).collect()),
+        };
+        self.known = Some(options.clone());
+        Some(options)
+    }
+}
+
+/// A server side accepting `options` that has received the client's unframed bytes so far.
+fn replayed(options: ServerOptions, max_body: u32, client_bytes: &[u8]) -> Connection {
+    let mut server = Connection::server(options, max_body, SplitPolicy::SERVER);
+    let _ = server.receive(client_bytes, |_| Ok(()));
+    server
 }
 
 /// A client request the server-role side refused on its own before the switch (a version probe,
@@ -488,14 +545,41 @@ fn missed_refusal(
     ))
 }
 
+/// Whether `startup` asked for a `FRAME_CHECKSUM` other than `crc32` of a node known to ignore the
+/// key (its SUPPORTED had no `FRAME_CHECKSUMS`): the node frames with CRC32 as it must, the
+/// client as it asked, and each receiver fails the other's first frame on its checksum bit
+/// (RECV-3). Neither sender broke FMT-13 by its own negotiation: the client broke NEG-4.
+fn checksum_ignored(node: Option<&ServerOptions>, startup: Option<&Startup>) -> bool {
+    let asked = startup.and_then(|s| s.options.as_deref()).and_then(|o| {
+        o.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("FRAME_CHECKSUM"))
+    });
+    node.is_some_and(|n| n.checksums.is_none())
+        && asked.is_some_and(|(_, v)| !v.eq_ignore_ascii_case("crc32"))
+}
+
+impl Startup {
+    /// `rule` cannot be judged at `offset` for want of what the node accepts: the STARTUP asks
+    /// for a `FRAME_CHECKSUM` other than `crc32` (JUDGE-10, JUDGE-11).
+    fn unjudged_checksum(&self, rule: &'static str, offset: u64) -> Option<Unjudged> {
+        let (_, value) = self
+            .options
+            .as_ref()?
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("FRAME_CHECKSUM"))?;
+        (!value.eq_ignore_ascii_case("crc32")).then(|| Unjudged::Checksum {
+            rule,
+            offset,
+            value: value.clone(),
+        })
+    }
+}
+
 /// NEG-4: a STARTUP asks for a `FRAME_CHECKSUM` other than `crc32` that the node did not list
 /// (judged only when what the node listed is known).
-fn unlisted_checksum(
-    startup: &Envelope<'_>,
-    listed: Option<&[String]>,
-    offset: u64,
-) -> Option<Finding> {
-    let listed = listed?;
+/// NEG-4: a STARTUP asks for a `FRAME_CHECKSUM` other than `crc32` that the node did not list
+/// (judged only when what the node listed is known).
+fn unlisted_checksum(startup: &Envelope<'_>, listed: &[String], offset: u64) -> Option<Finding> {
     let options = body::read_string_map(startup.body).ok()?;
     let (_, value) = options
         .iter()

@@ -9,14 +9,17 @@
 //!   must name both ([`cqlframe::ErrorKind::rule`], [`cqlframe::ErrorKind::sender_rule`]);
 //!   sender rules that no receiver enforces from [`SenderChecks`]; NEG-4 from the handshake.
 //! - [`Tally`]: a connection's findings, one entry per rule with its count and first offset.
+//! - [`Unjudged`]: what the judge could not decide from the bytes it was given.
 
 mod finding;
 mod judge;
 mod sender;
+mod unjudged;
 
 pub use finding::{Direction, Finding, RuleCount, Tally};
 pub use judge::Judge;
 pub use sender::{SenderChecks, Stats};
+pub use unjudged::Unjudged;
 
 #[cfg(test)]
 mod tests;

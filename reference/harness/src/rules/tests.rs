@@ -57,7 +57,8 @@ fn protocol_error(version: u8, flags: u8, stream: i16, message: &str) -> Vec<u8>
     envelope_bytes(version, flags, stream, Opcode::Error, &body)
 }
 
-// ENV-4 (SHOULD NOT) per envelope; ENV-6: the envelopes are still received.
+// ENV-4 (SHOULD NOT) per envelope, one tallied entry with the count (JUDGE-9); ENV-6: the
+// envelopes are still received.
 #[test]
 fn compression_flag_is_a_should_finding() {
     let mut judge = Judge::new(MAX_BODY);
@@ -80,7 +81,8 @@ fn compression_flag_is_a_should_finding() {
     );
 }
 
-// NEG-4: FRAME_CHECKSUM=crc32c to a node that did not list it; crc32 is always allowed.
+// NEG-4: FRAME_CHECKSUM=crc32c to a node that did not list it; crc32 is always allowed. JUDGE-7:
+// the caller's word of what the node accepts is enough; with nothing known, nothing is judged.
 #[test]
 fn unlisted_checksum_is_neg4_when_the_node_is_known() {
     let crc32_only = ServerOptions {
@@ -112,8 +114,8 @@ fn answered(judge: &mut Judge, options: &[(&str, &str)], response: &[u8]) -> Vec
     found
 }
 
-// NEG-2, NEG-9: whatever the node, a server that takes a STARTUP with a COMPRESSION other than
-// lz4 or a repeated key, or refuses it with an error code other than PROTOCOL_ERROR, breaks
+// JUDGE-6, NEG-2, NEG-9: whatever the node, a server that takes a STARTUP with a COMPRESSION other
+// than lz4 or a repeated key, or refuses it with an error code other than PROTOCOL_ERROR, breaks
 // the rule; a PROTOCOL_ERROR does not, and neither does a version refusal (LIFE-11).
 #[test]
 fn a_startup_taken_that_must_be_refused_is_the_servers_finding() {
@@ -143,9 +145,9 @@ fn a_startup_taken_that_must_be_refused_is_the_servers_finding() {
     }
 }
 
-// NEG-6 needs what the node accepts: a node that listed FRAME_CHECKSUMS (or the caller's word);
-// one whose SUPPORTED has no FRAME_CHECKSUMS ignores the key, and without SUPPORTED nothing is
-// known.
+// NEG-6 needs what the node accepts (JUDGE-7): a node that listed FRAME_CHECKSUMS (or the caller's
+// word); one whose SUPPORTED has no FRAME_CHECKSUMS ignores the key, and without SUPPORTED nothing
+// is known.
 #[test]
 fn an_unaccepted_checksum_taken_is_neg6_when_the_node_is_known() {
     let ready = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
@@ -193,7 +195,8 @@ fn an_unaccepted_checksum_taken_is_neg6_when_the_node_is_known() {
     assert_eq!(rules(&found), want);
 }
 
-// A receiver's error is fatal for its direction (RECV-11) and names the sender's rule.
+// JUDGE-1, JUDGE-5, JUDGE-8: a receiver's error is reported as the receiver names it, is fatal for
+// its direction only (RECV-11), and names the sender's rule behind it.
 #[test]
 fn a_receiver_error_stops_its_direction() {
     let mut judge = Judge::new(MAX_BODY);
@@ -215,20 +218,25 @@ fn a_receiver_error_stops_its_direction() {
 }
 
 // LIFE-7: an envelope sent unframed after the switch fails the receiver's CRC24 (RECV-1); its
-// sender broke LIFE-4 (it did not frame), not CRC-1. A header that merely fails its CRC24 stays
-// CRC-1's.
+// sender did not frame, not CRC-1: the client broke LIFE-5, the server LIFE-4. A header that
+// merely fails its CRC24 stays CRC-1's.
 #[test]
-fn an_unframed_envelope_after_the_switch_is_the_senders_life4() {
-    let mut judge = Judge::new(MAX_BODY);
-    switched(&mut judge, &[]);
-    let mut found = Vec::new();
-    judge.receive(
-        C2S,
-        &envelope_bytes(5, 0, 2, Opcode::Options, &[]),
-        &mut found,
-    );
-    assert_eq!(rules(&found), vec![("RECV-1", Level::Must, C2S, true)]);
-    assert_eq!(found[0].broken_by_sender(), "LIFE-4");
+fn an_unframed_envelope_after_the_switch_is_the_senders_life4_or_life5() {
+    for (d, envelope, sender) in [
+        (C2S, envelope_bytes(5, 0, 2, Opcode::Options, &[]), "LIFE-5"),
+        (
+            S2C,
+            envelope_bytes(0x85, 0, -1, Opcode::Event, &[]),
+            "LIFE-4",
+        ),
+    ] {
+        let mut judge = Judge::new(MAX_BODY);
+        switched(&mut judge, &[]);
+        let mut found = Vec::new();
+        judge.receive(d, &envelope, &mut found);
+        assert_eq!(rules(&found), vec![("RECV-1", Level::Must, d, true)]);
+        assert_eq!(found[0].broken_by_sender(), sender);
+    }
 
     let mut judge = Judge::new(MAX_BODY);
     switched(&mut judge, &[]);
@@ -270,8 +278,9 @@ fn an_lz4_block_past_the_end_of_block_limits_is_lz4_5() {
     assert_eq!(found[0].broken_by_sender(), "LZ4-5");
 }
 
-// SEND-8 and SEND-7 are sender rules no receiver refuses: a sequence whose first frame holds less
-// than the envelope header (and so is not filled either) is decoded all the same, not fatally.
+// JUDGE-6: SEND-8 and SEND-7 are sender rules no receiver refuses: a sequence whose first frame
+// holds less than the envelope header (and so is not filled either) is decoded all the same, not
+// fatally.
 #[test]
 fn a_short_first_frame_is_send8_not_fatal() {
     let mut judge = Judge::new(MAX_BODY);
@@ -307,9 +316,10 @@ fn a_refused_unframed_envelope_is_not_judged_as_framed() {
     assert_eq!(judge.stats(C2S).unframed_envelopes, 1);
 }
 
-// LIFE-13: a server's response to no request, before READY, is fatal for the server's side. The
-// client's side is judged through its STARTUP and then stops: the judge never sees the STARTUP
-// response, so the client's framed bytes after READY are not taken for bytes sent before it.
+// LIFE-13, JUDGE-4: a server's response to no request, before READY, is fatal for the server's
+// side. The client's side is judged through its STARTUP and then stops: the judge never sees the
+// STARTUP response, so the client's framed bytes after READY are not taken for bytes sent before
+// it.
 #[test]
 fn an_unpaired_response_stops_the_client_side_after_its_startup() {
     let mut judge = Judge::new(MAX_BODY);
@@ -328,7 +338,7 @@ fn an_unpaired_response_stops_the_client_side_after_its_startup() {
     assert!(judge.stopped(C2S) && judge.stopped(S2C));
 }
 
-// Before its STARTUP the client's side still judges on its own: a server that answers what was
+// JUDGE-4: before its STARTUP the client's side is still judged: a server that answers what was
 // never asked leaves the client's OPTIONS and STARTUP judged.
 #[test]
 fn the_client_side_is_judged_up_to_its_startup_after_the_server_side_stopped() {
@@ -424,7 +434,7 @@ fn the_error_that_reports_a_client_framing_error_is_not_unpaired() {
     let mut judge = Judge::new(MAX_BODY);
     let mut found = Vec::new();
     let mut bytes = envelope_bytes(5, 0, 3, Opcode::Options, &[]);
-    bytes.extend_from_slice(&envelope_bytes(7, 0, 4, Opcode::Options, &[]));
+    bytes.extend_from_slice(&envelope_bytes(0x1a, 0, 4, Opcode::Options, &[]));
     judge.receive(C2S, &bytes, &mut found);
     assert_eq!(rules(&found), vec![("LIFE-3", Level::Must, C2S, true)]);
     judge.receive(
@@ -446,9 +456,9 @@ fn the_error_that_reports_a_client_framing_error_is_not_unpaired() {
     assert_eq!(found.len(), 1, "{found:#?}");
 }
 
-// An orphaned client (its server's side stopped before the STARTUP response) is judged through
-// the bytes received with its STARTUP: a request written with it was sent before any response
-// could come (LIFE-6); the next segment is not judged.
+// JUDGE-4: an orphaned client (its server's side stopped before the STARTUP response) is judged
+// through the bytes received with its STARTUP: a request written with it was sent before any
+// response could come (LIFE-6); the next segment is not judged.
 #[test]
 fn bytes_written_with_an_orphaned_startup_break_life6() {
     let mut judge = Judge::new(MAX_BODY);
@@ -501,4 +511,429 @@ fn an_error_to_an_options_does_not_end_the_wait_for_the_startup_response() {
     send_framed_request(&mut judge, &mut found);
     assert!(found.is_empty(), "{found:#?}");
     assert_eq!(judge.stats(C2S).envelopes, 1);
+}
+
+// LIFE-3 allows OPTIONS before STARTUP in the same write; a server that answers SUPPORTED and
+// READY in one write switches its sender at READY (LIFE-4), and the client frames after it
+// (LIFE-5): its first framed request is no byte sent before the STARTUP response (LIFE-6).
+#[test]
+fn options_and_startup_answered_in_one_write_switch_at_the_response() {
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
+    judge.receive(C2S, &[options, startup(&[])].concat(), &mut found);
+    let supported = envelope_bytes(
+        0x85,
+        0,
+        0,
+        Opcode::Supported,
+        &body::string_multimap(&[("FRAME_CHECKSUMS", vec!["crc32", "crc32c"])]),
+    );
+    let ready = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
+    judge.receive(S2C, &[supported, ready].concat(), &mut found);
+    send_framed_request(&mut judge, &mut found);
+    assert!(found.is_empty(), "{found:#?}");
+    assert_eq!(judge.stats(C2S).envelopes, 1);
+    assert!(!judge.stopped(C2S));
+
+    // What that SUPPORTED lists judges the READY after it (NEG-6).
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
+    let crc32c = startup(&[("FRAME_CHECKSUM", "crc32c")]);
+    judge.receive(C2S, &[options, crc32c].concat(), &mut found);
+    let crc32_only = envelope_bytes(
+        0x85,
+        0,
+        0,
+        Opcode::Supported,
+        &body::string_multimap(&[("FRAME_CHECKSUMS", vec!["crc32"])]),
+    );
+    let ready = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
+    judge.receive(S2C, &[crc32_only, ready].concat(), &mut found);
+    assert_eq!(rules(&found), vec![("NEG-6", Level::Must, S2C, false)]);
+}
+
+/// The ERROR (PROTOCOL_ERROR) with which Apache Cassandra 5.0 refuses a request of protocol
+/// version `probe`, in version byte `version`, on stream 0.
+fn version_refusal(version: u8, probe: u8) -> Vec<u8> {
+    let message = format!(
+        "Invalid or unsupported protocol version ({probe}); supported versions are (3/v3, 4/v4, 5/v5, 6/v6-beta)"
+    );
+    protocol_error(version, 0, 0, &message)
+}
+
+// LIFE-14: a version probe breaks no rule. One in a retired version (v1, v2: an 8-byte header
+// with a one-byte stream) is refused in its own version and layout, one in a version above the
+// server's (v7) in the server's version; the refusal pairs with the probe whatever its stream
+// (LIFE-13), and neither side's bytes are misread.
+#[test]
+fn retired_and_future_version_probes_pair_with_their_refusals() {
+    // As measured on Apache Cassandra 5.0.9: the refusal of a v1 STARTUP.
+    assert_eq!(
+        version_refusal(0x81, 1)[..8],
+        [0x81, 0, 0, 0, 0, 0, 0, 0x67]
+    );
+    for (probe, refusal) in [(1, 0x81), (2, 0x82), (7, 0x85)] {
+        for stream in [0, 5] {
+            let mut judge = Judge::new(MAX_BODY);
+            let mut found = Vec::new();
+            let cql = body::string_map(&[("CQL_VERSION", "3.0.0")]);
+            let startup = envelope_bytes(probe, 0, stream, Opcode::Startup, &cql);
+            judge.receive(C2S, &startup, &mut found);
+            judge.receive(S2C, &version_refusal(refusal, probe), &mut found);
+            for d in [C2S, S2C] {
+                judge.finish(d, &mut found);
+                assert_eq!(judge.stats(d).unframed_envelopes, 1, "v{probe} {d:?}");
+                assert!(!judge.stopped(d));
+            }
+            assert!(found.is_empty(), "v{probe} stream {stream}: {found:#?}");
+        }
+    }
+    // A retired envelope with no body is its 8-byte header, whole.
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    let options = envelope_bytes(2, 0, 1, Opcode::Options, &[]);
+    assert_eq!(options.len(), 8);
+    judge.receive(C2S, &options, &mut found);
+    judge.finish(C2S, &mut found);
+    assert!(found.is_empty(), "{found:#?}");
+    assert_eq!(judge.stats(C2S).unframed_envelopes, 1);
+}
+
+// NEG-4, not FMT-13: a node whose SUPPORTED has no FRAME_CHECKSUMS ignores the key and frames
+// CRC32 with the checksum bit clear, as it must; the client that asked CRC32C of it frames CRC32C.
+// Each receiver fails the other's first frame (RECV-3), and the client's NEG-4 is behind both.
+// A node that lists crc32c and frames CRC32 after READY is the one that broke FMT-13.
+#[test]
+fn a_checksum_asked_of_a_node_that_ignores_it_is_the_clients_neg4() {
+    let event = envelope_bytes(0x85, 0, -1, Opcode::Event, &[]);
+    let query = envelope_bytes(5, 0, 2, Opcode::Options, &[]);
+    let crc32c = FrameSettings::new(Format::Uncompressed, PayloadChecksum::Crc32c);
+    let server_frame = framed(FrameSettings::default(), &[event]);
+    let client_frame = framed(crc32c, &[query]);
+    for (listed, server_sender) in [(None, "NEG-4"), (Some(vec!["crc32", "crc32c"]), "FMT-13")] {
+        let mut judge = Judge::new(MAX_BODY);
+        let mut found = Vec::new();
+        let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
+        judge.receive(C2S, &options, &mut found);
+        let map: Vec<(&str, Vec<&str>)> = listed
+            .iter()
+            .map(|l| ("FRAME_CHECKSUMS", l.clone()))
+            .collect();
+        let supported = envelope_bytes(0x85, 0, 0, Opcode::Supported, &body::string_multimap(&map));
+        judge.receive(S2C, &supported, &mut found);
+        found.extend(switched(&mut judge, &[("FRAME_CHECKSUM", "crc32c")]));
+        judge.receive(S2C, &server_frame, &mut found);
+        judge.receive(C2S, &client_frame, &mut found);
+        let recv3: Vec<_> = found
+            .iter()
+            .filter(|f| f.rule == "RECV-3")
+            .map(|f| (f.direction, f.broken_by_sender()))
+            .collect();
+        let mut want = vec![(S2C, server_sender)];
+        if listed.is_none() {
+            want.push((C2S, "NEG-4"));
+        }
+        assert_eq!(recv3, want, "{listed:?}: {found:#?}");
+    }
+}
+
+// NEG-4 is judged on what the client heard the node list, not on what it accepts: a client of a
+// node that accepts CRC32C breaks it by asking for CRC32C before any SUPPORTED of the node, and
+// keeps it once one (on this connection or another, Judge::heard) listed crc32c.
+#[test]
+fn neg4_follows_the_supported_heard_not_what_the_node_accepts() {
+    let crc32c: &[(&str, &str)] = &[("FRAME_CHECKSUM", "crc32c")];
+    let mut judge = Judge::for_node(ServerOptions::default(), MAX_BODY);
+    let found = switched(&mut judge, crc32c);
+    assert_eq!(rules(&found), vec![("NEG-4", Level::Must, C2S, false)]);
+
+    let listing = [(
+        "FRAME_CHECKSUMS".to_string(),
+        vec!["crc32".into(), "crc32c".into()],
+    )];
+    let mut judge = Judge::for_node(ServerOptions::default(), MAX_BODY);
+    judge.heard(&listing);
+    assert!(switched(&mut judge, crc32c).is_empty());
+}
+
+/// (rule, direction, offset) of each finding, in the order made.
+fn placed(found: &[Finding]) -> Vec<(&'static str, Direction, u64)> {
+    found
+        .iter()
+        .map(|f| (f.rule, f.direction, f.offset))
+        .collect()
+}
+
+// JUDGE-2, JUDGE-3: client bytes that came before the STARTUP response, or together with the
+// STARTUP, were written before it (LIFE-6, at the first byte after the STARTUP); the same bytes
+// after the response are judged as the client's first frame.
+#[test]
+fn bytes_before_the_startup_response_break_life6_and_after_it_are_framed() {
+    let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
+    let supported = envelope_bytes(
+        0x85,
+        0,
+        0,
+        Opcode::Supported,
+        &body::string_multimap::<&str, &str>(&[]),
+    );
+    let query = envelope_bytes(5, 0, 2, Opcode::Options, &[]);
+    let ready = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
+    let after_startup = (options.len() + startup(&[]).len()) as u64;
+    let handshake = |judge: &mut Judge, found: &mut Vec<Finding>| {
+        judge.receive(C2S, &options, found);
+        judge.receive(S2C, &supported, found);
+    };
+
+    // Together with the STARTUP (one segment).
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    handshake(&mut judge, &mut found);
+    judge.receive(C2S, &[startup(&[]), query.clone()].concat(), &mut found);
+    judge.receive(S2C, &ready, &mut found);
+    assert_eq!(placed(&found), vec![("LIFE-6", C2S, after_startup)]);
+
+    // Alone, but before the response.
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    handshake(&mut judge, &mut found);
+    judge.receive(C2S, &startup(&[]), &mut found);
+    judge.receive(C2S, &query, &mut found);
+    judge.receive(S2C, &ready, &mut found);
+    assert_eq!(placed(&found), vec![("LIFE-6", C2S, after_startup)]);
+
+    // After the response: framed, the client's first frame.
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    handshake(&mut judge, &mut found);
+    judge.receive(C2S, &startup(&[]), &mut found);
+    judge.receive(S2C, &ready, &mut found);
+    send_framed_request(&mut judge, &mut found);
+    assert!(found.is_empty(), "{found:#?}");
+    assert_eq!(judge.stats(C2S).frames, 1);
+
+    // After the response but unframed: the server's header check fails (RECV-1), not LIFE-6.
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    handshake(&mut judge, &mut found);
+    judge.receive(C2S, &startup(&[]), &mut found);
+    judge.receive(S2C, &ready, &mut found);
+    judge.receive(C2S, &query, &mut found);
+    assert_eq!(placed(&found), vec![("RECV-1", C2S, after_startup)]);
+}
+
+// JUDGE-10: both behaviours LIFE-12 allows a server conform: closing without an answer, or READY
+// and a framed ERROR for the bytes it then fails as frames. The judge charges the client with
+// LIFE-6 either way and the server with nothing. Likewise (ERR-6) a server may answer a framing
+// error before the switch with an unframed ERROR on stream 0 or only close.
+#[test]
+fn either_conforming_server_behaviour_charges_only_the_client() {
+    let pipelined = [startup(&[]), envelope_bytes(5, 0, 2, Opcode::Options, &[])].concat();
+    let ready = envelope_bytes(0x85, 0, 1, Opcode::Ready, &[]);
+    let error = protocol_error(0x85, 0, 0, "header CRC24 mismatch (RECV-1 at byte 31)");
+    let framed_error = framed(FrameSettings::default(), &[error]);
+    for server in [Vec::new(), [ready, framed_error].concat()] {
+        let mut judge = Judge::new(MAX_BODY);
+        let mut found = Vec::new();
+        judge.receive(C2S, &pipelined, &mut found);
+        if !server.is_empty() {
+            judge.receive(S2C, &server, &mut found);
+        }
+        for d in Direction::BOTH {
+            judge.finish(d, &mut found);
+        }
+        let at = startup(&[]).len() as u64;
+        assert_eq!(placed(&found), vec![("LIFE-6", C2S, at)], "{server:02x?}");
+    }
+
+    let options = envelope_bytes(5, 0, 3, Opcode::Options, &[]);
+    let mut negative = envelope_bytes(5, 0, 1, Opcode::Startup, &[]);
+    negative[5..9].copy_from_slice(&(-2i32).to_be_bytes());
+    let supported = envelope_bytes(
+        0x85,
+        0,
+        3,
+        Opcode::Supported,
+        &body::string_multimap::<&str, &str>(&[]),
+    );
+    let report = protocol_error(
+        0x85,
+        0,
+        0,
+        "negative envelope body length (ENV-3 at byte 9)",
+    );
+    for server in [supported.clone(), [supported, report].concat()] {
+        let mut judge = Judge::new(MAX_BODY);
+        let mut found = Vec::new();
+        judge.receive(
+            C2S,
+            &[options.clone(), negative.clone()].concat(),
+            &mut found,
+        );
+        judge.receive(S2C, &server, &mut found);
+        for d in Direction::BOTH {
+            judge.finish(d, &mut found);
+        }
+        assert_eq!(placed(&found), vec![("ENV-3", C2S, options.len() as u64)]);
+    }
+}
+
+// JUDGE-7, JUDGE-8, JUDGE-9: with a SUPPORTED of the node before the STARTUP, NEG-4 and NEG-6 are
+// judged, not left undecided; the offsets of the handshake findings: NEG-4 at the STARTUP's first
+// byte in the client's stream, NEG-6 at the answer's first byte in the server's, found in that
+// order.
+#[test]
+fn handshake_findings_carry_the_offsets_of_their_envelopes() {
+    let crc32_only: Vec<(&str, Vec<&str>)> = vec![("FRAME_CHECKSUMS", vec!["crc32"])];
+    let supported = envelope_bytes(
+        0x85,
+        0,
+        0,
+        Opcode::Supported,
+        &body::string_multimap(&crc32_only),
+    );
+    let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    judge.receive(C2S, &options, &mut found);
+    judge.receive(S2C, &supported, &mut found);
+    found.extend(switched(&mut judge, &[("FRAME_CHECKSUM", "crc32c")]));
+    assert_eq!(
+        placed(&found),
+        vec![
+            ("NEG-4", C2S, options.len() as u64),
+            ("NEG-6", S2C, supported.len() as u64)
+        ]
+    );
+    assert!(found
+        .iter()
+        .all(|f| f.level == Level::Must && f.sender_rule.is_none()));
+    assert!(judge.unjudged().is_empty(), "{:?}", judge.unjudged());
+}
+
+// JUDGE-8, JUDGE-9: within a sequence, a frame's own rule is found at that frame (SEND-8 at the
+// first), and the envelope's rules at the frame that completes it (SEND-7, then ENV-2 and ENV-4
+// in the order the judge makes them), each charged to the client.
+#[test]
+fn envelope_findings_carry_the_offset_of_the_frame_that_completes_them() {
+    let mut judge = Judge::new(MAX_BODY);
+    switched(&mut judge, &[]);
+    let start = startup(&[]).len() as u64;
+    let envelope = envelope_bytes(4, FLAG_COMPRESSION, 2, Opcode::Options, &[]);
+    let mut wire = Vec::new();
+    for piece in [&envelope[..4], &envelope[4..]] {
+        let h = FrameHeader::new(Format::Uncompressed, piece.len() as u32, 0, false, false);
+        write_raw(&h, piece, PayloadChecksum::Crc32.compute(piece), &mut wire);
+    }
+    let second = start + 4 + 10;
+    let mut found = Vec::new();
+    judge.receive(C2S, &wire, &mut found);
+    assert_eq!(
+        placed(&found),
+        vec![
+            ("SEND-8", C2S, start),
+            ("ENV-2", C2S, second),
+            ("SEND-7", C2S, second),
+            ("ENV-4", C2S, second)
+        ]
+    );
+    assert!(found.iter().all(|f| !f.fatal), "{found:#?}");
+}
+
+// JUDGE-9: one entry per rule, direction and sender rule, with its count and first finding, in
+// the order the first findings were made.
+#[test]
+fn a_tally_keeps_one_entry_per_rule_direction_and_sender_rule() {
+    let finding = |rule, sender_rule, direction, offset| Finding {
+        rule,
+        sender_rule,
+        level: Level::Must,
+        direction,
+        kind: "test",
+        message: String::new(),
+        offset,
+        fatal: false,
+    };
+    let mut tally = Tally::default();
+    let found = [
+        finding("ENV-2", None, C2S, 40),
+        finding("RECV-1", Some("CRC-1"), S2C, 9),
+        finding("ENV-2", None, C2S, 80),
+        finding("ENV-2", None, S2C, 20),
+        finding("RECV-1", Some("LIFE-4"), S2C, 9),
+        finding("ENV-2", None, C2S, 120),
+    ];
+    let firsts: Vec<bool> = found.iter().map(|f| tally.add(f)).collect();
+    assert_eq!(firsts, [true, true, false, true, true, false]);
+    let entries: Vec<_> = tally
+        .rules()
+        .iter()
+        .map(|c| {
+            (
+                c.first.broken_by_sender(),
+                c.first.direction,
+                c.first.offset,
+                c.count,
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        vec![
+            ("ENV-2", C2S, 40, 3),
+            ("CRC-1", S2C, 9, 1),
+            ("ENV-2", S2C, 20, 1),
+            ("LIFE-4", S2C, 9, 1)
+        ]
+    );
+    assert_eq!(tally.count(Level::Must), 6);
+}
+
+// JUDGE-11: what the judge cannot decide it says: a FRAME_CHECKSUM other than crc32 asked with
+// nothing known of the node (NEG-4, and NEG-6 at the answer), and a v5 STARTUP never answered;
+// neither is a finding. A v4 STARTUP unanswered leaves nothing undecided.
+#[test]
+fn what_cannot_be_judged_is_said_and_is_no_finding() {
+    use super::Unjudged;
+    let mut judge = Judge::new(MAX_BODY);
+    let found = switched(&mut judge, &[("FRAME_CHECKSUM", "crc32c")]);
+    assert!(found.is_empty(), "{found:#?}");
+    let value = "crc32c".to_string();
+    assert_eq!(
+        judge.unjudged(),
+        vec![
+            Unjudged::Checksum {
+                rule: "NEG-4",
+                offset: 0,
+                value: value.clone()
+            },
+            Unjudged::Checksum {
+                rule: "NEG-6",
+                offset: 0,
+                value
+            }
+        ]
+    );
+
+    let mut judge = Judge::new(MAX_BODY);
+    let mut found = Vec::new();
+    let options = envelope_bytes(5, 0, 0, Opcode::Options, &[]);
+    judge.receive(C2S, &[options.clone(), startup(&[])].concat(), &mut found);
+    for d in Direction::BOTH {
+        judge.finish(d, &mut found);
+    }
+    assert!(found.is_empty(), "{found:#?}");
+    let at = options.len() as u64;
+    assert_eq!(
+        judge.unjudged(),
+        vec![Unjudged::StartupUnanswered { offset: at }]
+    );
+    assert!(judge.unjudged()[0].to_string().contains("never answered"));
+
+    let mut judge = Judge::new(MAX_BODY);
+    let v4 = envelope_bytes(4, 0, 1, Opcode::Startup, &startup(&[])[9..]);
+    judge.receive(C2S, &v4, &mut found);
+    assert!(judge.unjudged().is_empty() && found.is_empty());
 }

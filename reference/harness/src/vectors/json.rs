@@ -162,6 +162,7 @@ pub fn entry(case: &Case) -> Result<(Value, CaseFiles), String> {
             entry["client_switch_offset"] = json!(session.client_switch);
             entry["server_switch_offset"] = json!(session.server_switch);
             entry["server_responds_after"] = json!(session.server_responds_after);
+            entry["handshake_writes"] = json!(session.handshake_writes.name());
             entry["server_options"] = session.server_options_json();
         }
     }

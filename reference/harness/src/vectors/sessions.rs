@@ -3,7 +3,7 @@
 //! talking; invalid ones are edited by hand where a conforming sender would refuse.
 
 use super::{cql, json, Case, Group, Input};
-use crate::pcap::write::{session_turns, Peer, Turn, WriteError};
+use crate::pcap::write::{session_turns, HandshakeWrites, Peer, Turn, WriteError};
 use crate::rules::{Direction, Judge};
 use crate::transcript::{error_json, EnvelopeRecord, FrameRecord};
 use cqlframe::body;
@@ -41,6 +41,8 @@ pub struct Session {
     pub server_options: ServerOptions,
     /// The protocol versions the server supports, as its SUPPORTED lists them.
     pub server_versions: &'static [&'static str],
+    /// How each end wrote its handshake envelopes, as the capture exchanges them.
+    pub handshake_writes: HandshakeWrites,
 }
 
 impl Session {
@@ -59,6 +61,7 @@ impl Session {
             &self.server,
             self.server_switch,
             self.server_responds_after,
+            self.handshake_writes,
         )
     }
 
@@ -307,6 +310,7 @@ impl Script {
             server_responds_after: self.server_responds_after,
             server_options: self.options.clone(),
             server_versions: CURRENT_VERSIONS,
+            handshake_writes: HandshakeWrites::LockStep,
         }
     }
 }
@@ -337,7 +341,8 @@ fn supported(options: &ServerOptions) -> Vec<u8> {
 }
 
 /// OPTIONS, SUPPORTED, STARTUP with `startup`, `response`, then queries, one of them with a
-/// result that spans several frames.
+/// result that spans several frames. An ERROR refuses the STARTUP for a missing CQL_VERSION
+/// (a STARTUP without it is refused whatever it asks of the frame layer).
 fn conversation(version: u8, flags: u8, startup: &[(&str, &str)], response: Opcode) -> Session {
     let options = ServerOptions::default();
     let mut s = Script::new(version, flags, options.clone());
@@ -345,7 +350,7 @@ fn conversation(version: u8, flags: u8, startup: &[(&str, &str)], response: Opco
         .response(0, Opcode::Supported, &supported(&options));
     s.request(1, Opcode::Startup, &body::string_map(startup));
     let response_body = match response {
-        Opcode::Error => body::error(body::PROTOCOL_ERROR, "Unknown compression algorithm"),
+        Opcode::Error => body::error(body::PROTOCOL_ERROR, "STARTUP has no CQL_VERSION"),
         Opcode::Authenticate => body::string("org.apache.cassandra.auth.PasswordAuthenticator"),
         _ => Vec::new(),
     };
@@ -475,17 +480,38 @@ pub fn cases() -> Vec<Case> {
             "A server without v5 answers the v5 STARTUP with ERROR in v4 on stream 0: no switch; the client retries with v4 on a new connection.",
             &["LIFE-11", "LIFE-9", "LIFE-2"],
             None,
-            version_refused(),
+            version_refused(5, 1, 0x84, PRE_V5_VERSIONS),
+        ),
+        case(
+            "v1-refused",
+            "A version probe in the retired v1, whose envelope header has 8 bytes (a one-byte stream): the server refuses the STARTUP with an ERROR in v1, in the same 8-byte layout, on stream 0, as Apache Cassandra 5.0.9 answers (81 00 00 00 00 00 00 67); no rule is broken and no switch follows.",
+            &["LIFE-14", "LIFE-13", "LIFE-9"],
+            None,
+            version_refused(1, 0, 0x81, CURRENT_VERSIONS),
+        ),
+        case(
+            "v2-refused",
+            "A version probe in the retired v2 on stream 3 (8-byte header): the server refuses it with an ERROR in v2, 8-byte header, on stream 0, which answers the probe whatever its stream; no rule is broken and no switch follows.",
+            &["LIFE-14", "LIFE-13", "LIFE-9"],
+            None,
+            version_refused(2, 3, 0x82, CURRENT_VERSIONS),
+        ),
+        case(
+            "v7-refused",
+            "A version probe in v7, a version above those the server speaks: the server refuses the STARTUP with an ERROR in its current version (v5, 0x85) on stream 0, as Apache Cassandra 5.0 does; no rule is broken and no switch follows.",
+            &["LIFE-14", "LIFE-13", "LIFE-11", "LIFE-9"],
+            None,
+            version_refused(7, 1, 0x85, CURRENT_VERSIONS),
         ),
         case(
             "v5-startup-error",
-            "ERROR answers STARTUP: both sides then frame uncompressed with CRC32.",
+            "ERROR answers a STARTUP that asks for LZ4 and CRC32C, both listed by the server, but has no CQL_VERSION: both sides then frame uncompressed with CRC32, not as the STARTUP asked.",
             &with(&["LIFE-8"]),
             None,
             conversation(
                 5,
                 0,
-                &[cql, ("COMPRESSION", "lz4"), ("FRAME_CHECKSUM", "crc32c")],
+                &[("COMPRESSION", "lz4"), ("FRAME_CHECKSUM", "crc32c")],
                 Opcode::Error,
             ),
         ),
@@ -495,7 +521,14 @@ pub fn cases() -> Vec<Case> {
         "Two OPTIONS and the STARTUP written together without waiting (LIFE-3): the answers pair with the requests by stream id, and only READY on the STARTUP's stream switches.",
         &with(&["LIFE-13", "NEG-1", "LZ4-1"]),
         None,
-        pipelined_options(),
+        pipelined_options(2, &[cql, ("COMPRESSION", "lz4")]),
+    ));
+    all.push(case(
+        "pipelined-options-startup",
+        "OPTIONS and STARTUP in one write (LIFE-3), SUPPORTED and READY in one write, then the first QUERY framed in a later write: the server switches at READY (LIFE-4), the client frames after it (LIFE-5), and no byte was sent between STARTUP and READY (LIFE-6).",
+        &with(&["LIFE-6", "LIFE-13"]),
+        None,
+        pipelined_options(1, &[cql]),
     ));
     all.push(case(
         "lz4-compression-flag",
@@ -508,27 +541,31 @@ pub fn cases() -> Vec<Case> {
     all
 }
 
-/// OPTIONS on streams 0 and 1 and STARTUP on stream 2 in one write; the server answers each on
-/// its stream, then traffic as usual.
-fn pipelined_options() -> Session {
+/// `count` OPTIONS on streams 0.. and STARTUP with `startup` on the next stream in one write;
+/// the server answers each on its stream, in one write, then a QUERY and its RESULT.
+fn pipelined_options(count: i16, startup: &[(&str, &str)]) -> Session {
     let options = ServerOptions::default();
     let mut s = Script::new(5, 0, options.clone());
-    let startup = body::string_map(&[("CQL_VERSION", "3.0.0"), ("COMPRESSION", "lz4")]);
-    s.requests(&[
-        (0, Opcode::Options, Vec::new()),
-        (1, Opcode::Options, Vec::new()),
-        (2, Opcode::Startup, startup),
-    ]);
-    s.response(0, Opcode::Supported, &supported(&options))
-        .response(1, Opcode::Supported, &supported(&options))
-        .response(2, Opcode::Ready, &[]);
+    let mut requests: Vec<_> = (0..count)
+        .map(|stream| (stream, Opcode::Options, Vec::new()))
+        .collect();
+    requests.push((count, Opcode::Startup, body::string_map(startup)));
+    s.requests(&requests);
+    for stream in 0..count {
+        s.response(stream, Opcode::Supported, &supported(&options));
+    }
+    s.response(count, Opcode::Ready, &[]);
+    let query = count + 1;
     s.request(
-        3,
+        query,
         Opcode::Query,
         &cql::query("SELECT k, v FROM ks.table", 5),
     )
-    .response(3, Opcode::Result, &cql::rows(3, 100));
-    s.session()
+    .response(query, Opcode::Result, &cql::rows(3, 100));
+    Session {
+        handshake_writes: HandshakeWrites::Together,
+        ..s.session()
+    }
 }
 
 /// The Java driver's LZ4 connection: READY, then requests carrying the envelope COMPRESSION
@@ -555,25 +592,32 @@ fn compression_flag_after_switch() -> Session {
     s.session()
 }
 
-/// A v5 STARTUP refused by a server that speaks v4 at most (what Cassandra 3.x answers).
-fn version_refused() -> Session {
+/// A STARTUP of protocol `version` on `stream`, refused by a server that speaks `versions` with
+/// an ERROR (PROTOCOL_ERROR) in version byte `answer` on stream 0, as Apache Cassandra words it
+/// (LIFE-11, LIFE-14). Envelopes of the retired v1 and v2 have their 8-byte header.
+fn version_refused(
+    version: u8,
+    stream: i16,
+    answer: u8,
+    versions: &'static [&'static str],
+) -> Session {
     let startup = envelope_bytes(
-        5,
+        version,
         0,
-        1,
+        stream,
         Opcode::Startup,
         &body::string_map(&[("CQL_VERSION", "3.0.0")]),
     );
     let refusal = envelope_bytes(
-        0x84,
+        answer,
         0,
         0,
         Opcode::Error,
         &body::error(
             body::PROTOCOL_ERROR,
             &format!(
-                "Invalid or unsupported protocol version (5); supported versions are ({})",
-                PRE_V5_VERSIONS.join(", ")
+                "Invalid or unsupported protocol version ({version}); supported versions are ({})",
+                versions.join(", ")
             ),
         ),
     );
@@ -584,7 +628,8 @@ fn version_refused() -> Session {
         client: startup,
         server: refusal,
         server_options: ServerOptions::default(),
-        server_versions: PRE_V5_VERSIONS,
+        server_versions: versions,
+        handshake_writes: HandshakeWrites::LockStep,
     }
 }
 
@@ -612,6 +657,7 @@ fn violations() -> Vec<Case> {
             server_responds_after: responds_after,
             server_options: ServerOptions::default(),
             server_versions: CURRENT_VERSIONS,
+            handshake_writes: HandshakeWrites::LockStep,
         };
     let framed = |settings: FrameSettings, envelope: &[u8]| {
         let mut out = Vec::new();
@@ -671,6 +717,8 @@ fn violations() -> Vec<Case> {
             plain(framed_startup.clone(), Vec::new(), None, None, framed_startup.len())),
         case("unframed-after-switch", "The server sends READY, then an unframed EVENT: the client's first frame header fails its CRC24.", &["LIFE-7", "LIFE-4", "RECV-1"], Some("RECV-1"),
             plain(good_startup.clone(), after_switch, Some(n), Some(ready.len()), n)),
+        case("client-unframed-after-switch", "The server answers STARTUP with READY; the client then sends an unframed OPTIONS: the server's first frame header fails its CRC24, and the client, which must frame after READY, broke LIFE-5.", &["LIFE-7", "LIFE-5", "RECV-1"], Some("RECV-1"),
+            plain([good_startup.clone(), options.clone()].concat(), ready.clone(), Some(n), Some(ready.len()), n)),
         case("pipelined-after-startup", "The client sends a QUERY right after STARTUP, before the response: a server either detects it and stops (LIFE-12, reporting LIFE-6), or writes READY and parses the QUERY as a frame, which fails RECV-1; the manifest lists both outcomes.", &["LIFE-6", "LIFE-12", "RECV-1"], Some("LIFE-6"),
             plain(pipelined.clone(), ready.clone(), Some(n), Some(ready.len()), pipelined.len())),
         case("crc32c-asked-of-old-server", "The client asks for CRC32C though the server's SUPPORTED did not list it (it has no FRAME_CHECKSUMS); the old server ignores the key and frames with CRC32: each side rejects the other's first frame.", &["NEG-4", "RECV-3", "FMT-13"], Some("RECV-3"),
@@ -739,6 +787,7 @@ impl Taken<'_> {
             server_responds_after: client.len(),
             server_options: self.node.unwrap_or_default(),
             server_versions: CURRENT_VERSIONS,
+            handshake_writes: HandshakeWrites::LockStep,
             client,
             server,
         }
@@ -795,5 +844,6 @@ fn wrong_version_envelope(startup: &[u8], ready: &[u8]) -> Session {
         server: wire,
         server_options: options,
         server_versions: CURRENT_VERSIONS,
+        handshake_writes: HandshakeWrites::LockStep,
     }
 }

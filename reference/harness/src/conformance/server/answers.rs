@@ -10,6 +10,7 @@ use crate::cql::messages;
 use crate::wire_log::Dir;
 use cqlframe::body;
 use cqlframe::envelope::{opcode_name, EnvelopeHeader, Opcode, RESPONSE_BIT};
+use std::sync::atomic::Ordering;
 
 impl Conn {
     /// The answer to one request: its opcode, its body, and whether it is the fault's target;
@@ -24,10 +25,13 @@ impl Conn {
         let script = self.shared.script.clone();
         let mut target = false;
         let (opcode, reply): (Opcode, Vec<u8>) = match Opcode::from_u8(h.opcode) {
-            Some(Opcode::Options) => (
-                Opcode::Supported,
-                messages::supported_body(&script.server_options(), script.max_version),
-            ),
+            Some(Opcode::Options) => {
+                self.shared.supported_sent.store(true, Ordering::SeqCst);
+                (
+                    Opcode::Supported,
+                    messages::supported_body(&script.server_options(), script.max_version),
+                )
+            }
             Some(Opcode::Startup) if unframed && self.refusal(h) => return None,
             Some(Opcode::Startup) => {
                 let options = body::read_string_map(body).unwrap_or_default();

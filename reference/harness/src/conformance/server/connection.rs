@@ -13,10 +13,11 @@ use cqlframe::connection::{Connection, ConnectionEvent};
 use cqlframe::decoder::Decoder;
 use cqlframe::encoder::SplitPolicy;
 use cqlframe::envelope::{
-    envelope_bytes, opcode_name, EnvelopeHeader, Opcode, ENVELOPE_HEADER_LEN, FLAG_COMPRESSION,
-    FLAG_USE_BETA, RESPONSE_BIT,
+    envelope_bytes, opcode_name, EnvelopeHeader, Opcode, FLAG_COMPRESSION, FLAG_USE_BETA,
+    RESPONSE_BIT, RETIRED_VERSIONS,
 };
 use std::net::TcpStream;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -55,6 +56,8 @@ pub(super) struct Conn {
     /// in [`replay`], where nobody reads concurrently, or once a boundary failed or the
     /// driver closed.
     pub(super) reads: Option<std::io::Result<ClientSocket>>,
+    /// The judge has been told of a SUPPORTED sent on another connection.
+    pub(super) heard: bool,
 }
 
 impl Conn {
@@ -77,6 +80,7 @@ impl Conn {
             version: 0,
             pending: Vec::new(),
             reads: None,
+            heard: false,
         }
     }
 
@@ -100,7 +104,7 @@ impl Conn {
         self.judge_bytes(Direction::ClientToServer, data);
         if let Some(mut first) = self.first.take() {
             first.extend_from_slice(data);
-            if first.len() < ENVELOPE_HEADER_LEN {
+            if EnvelopeHeader::read(&first).is_none() {
                 self.first = Some(first);
                 return;
             }
@@ -117,7 +121,9 @@ impl Conn {
     /// spec's lifecycle section, then a close (drivers probe versions this way, LIFE-9). With
     /// `refuse_options = false` an OPTIONS passes whatever its version and the STARTUP is refused.
     pub(super) fn refuse_version(&mut self, bytes: &[u8]) -> bool {
-        let h = EnvelopeHeader::parse(bytes[..ENVELOPE_HEADER_LEN].try_into().unwrap());
+        let Some((h, _)) = EnvelopeHeader::read(bytes) else {
+            return false;
+        };
         // A server that answers OPTIONS in any version it knows (3 to 6), DSE versions excepted.
         let lenient_options = !self.shared.script.refuse_options
             && h.opcode == Opcode::Options as u8
@@ -156,7 +162,12 @@ impl Conn {
                 h.version
             ),
         );
-        let answer_version = max.min(5) | RESPONSE_BIT;
+        // A retired version is refused in its own version and 8-byte layout (LIFE-14).
+        let answer_version = if RETIRED_VERSIONS.contains(&v) {
+            v
+        } else {
+            max.min(5)
+        } | RESPONSE_BIT;
         let stream = if self.shared.script.refusal_stream == "zero" {
             0
         } else {
@@ -276,6 +287,13 @@ impl Conn {
     /// Shows the judge what went over the wire, in order. Only what it finds in the driver's
     /// bytes is recorded: the server's own bytes carry the case's faults on purpose.
     pub(super) fn judge_bytes(&mut self, d: Direction, bytes: &[u8]) {
+        if !self.heard && self.shared.supported_sent.load(Ordering::SeqCst) {
+            let script = &self.shared.script;
+            let supported = messages::supported_body(&script.server_options(), script.max_version);
+            self.judge
+                .heard(&body::read_string_multimap(&supported).unwrap_or_default());
+            self.heard = true;
+        }
         let mut found = Vec::new();
         self.judge.receive(d, bytes, &mut found);
         self.record(d, &found);

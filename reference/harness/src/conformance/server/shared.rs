@@ -26,6 +26,9 @@ pub(super) struct Shared {
     pub(super) open: AtomicUsize,
     /// Bytes read and written so far, all kept for the capture.
     pub(super) held: AtomicUsize,
+    /// A SUPPORTED has been sent on some connection: the driver has heard what the node lists
+    /// (NEG-4 counts a SUPPORTED received on any connection to the node).
+    pub(super) supported_sent: AtomicBool,
 }
 
 impl Shared {
@@ -41,6 +44,7 @@ impl Shared {
             limits,
             open: AtomicUsize::new(0),
             held: AtomicUsize::new(0),
+            supported_sent: AtomicBool::new(false),
         }
     }
 

@@ -1,0 +1,472 @@
+"""An independent judge of one CQL native protocol connection (spec/framing_v6.adoc, "Judging a connection").
+
+Written from the spec alone, as a check that the spec defines the judge. Rule IDs in
+comments point to the passages each step follows; QUESTIONS.md lists the choices the
+spec left open.
+"""
+from dataclasses import dataclass, field
+
+from checks import Lz4Error, crc24, crc32, crc32c, lz4_decode
+
+# The levels of the rules a finding can name (the rule paragraphs of the spec).
+LEVEL = {
+    "LIFE-3": "MUST", "LIFE-4": "MUST", "LIFE-5": "MUST", "LIFE-6": "MUST NOT",
+    "LIFE-8": "MUST", "LIFE-13": "MUST", "NEG-2": "MUST", "NEG-4": "MUST NOT",
+    "NEG-6": "MUST", "NEG-9": "MUST", "FMT-6": "MUST", "FMT-10": "MUST",
+    "LZ4-3": "SHOULD", "LZ4-4": "MUST", "LZ4-6": "MUST", "ENV-2": "MUST", "ENV-3": "MUST",
+    "ENV-4": "SHOULD NOT", "ENV-5": "MUST", "SEND-7": "SHOULD", "SEND-8": "MUST",
+    **{f"RECV-{n}": "MUST" for n in range(1, 15)},
+}
+# "The sender's rule behind a receiver's rule" (JUDGE-8); RECV-1 and RECV-3 get theirs per case.
+SENDER = {"LZ4-4": "LZ4-1", "LZ4-6": "LZ4-5", "RECV-5": "SEND-2",
+          "RECV-7": "SEND-3", "RECV-8": "SEND-5", "RECV-10": "SEND-6"}
+OPCODES = {0: "ERROR", 1: "STARTUP", 2: "READY", 3: "AUTHENTICATE", 5: "OPTIONS", 6: "SUPPORTED",
+           7: "QUERY", 8: "RESULT", 9: "PREPARE", 10: "EXECUTE", 11: "REGISTER", 12: "EVENT",
+           13: "BATCH", 14: "AUTH_CHALLENGE", 15: "AUTH_RESPONSE", 16: "AUTH_SUCCESS"}
+ERROR, STARTUP, READY, AUTHENTICATE, OPTIONS, SUPPORTED = 0, 1, 2, 3, 5, 6
+PROTOCOL_ERROR = 0x000A
+USE_BETA, COMPRESSION_FLAG = 0x10, 0x01
+SEQUENCE_FILL = 131054  # SEND-7
+MAX_BODY = 256 << 20  # the receiver's configured maximum (RECV-12); QUESTIONS.md Q4
+
+
+@dataclass
+class Finding:
+    rule: str
+    side: str  # the side charged: the sender of the bytes at fault
+    offset: int  # in that side's stream
+    sender_rule: str = None
+
+    def __post_init__(self):
+        self.sender_rule = self.sender_rule or SENDER.get(self.rule) or self.rule
+
+    @property
+    def level(self):
+        return LEVEL[self.rule]
+
+    def as_dict(self):
+        return {"rule": self.rule, "level": self.level, "side": self.side,
+                "direction": f"{self.side}-to-{'server' if self.side == 'client' else 'client'}",
+                "offset": self.offset, "sender_rule": self.sender_rule}
+
+
+class Stop(Exception):
+    """A framing error: the receiver of this direction stops here (RECV-11, JUDGE-5)."""
+
+    def __init__(self, finding):
+        super().__init__(finding.rule)
+        self.finding = finding
+
+
+@dataclass
+class Envelope:
+    offset: int
+    end: int
+    version: int  # the version byte as sent, direction bit included
+    flags: int
+    stream: int
+    opcode: int
+    body: bytes
+
+    @property
+    def error_code(self):
+        return int.from_bytes(self.body[:4], "big") if self.opcode == ERROR and len(self.body) >= 4 else None
+
+
+def read_unframed(data, pos, side, max_body):
+    """One envelope before the switch ("Unframed handshake and the switch", ENV-3, RECV-9, RECV-12)."""
+    v = data[pos]
+    # LIFE-3, LIFE-14: v3-v6, or a version probe (v1, v2, v7, DSE's 0x41 and 0x42) and its refusal.
+    if not ((0x81 <= v <= 0x86) if side == "server" else (0x01 <= v <= 0x07 or v in (0x41, 0x42))):
+        raise Stop(Finding("LIFE-4" if side == "server" else "LIFE-3", side, pos))
+    hlen = 8 if v & 0x7F <= 2 else 9  # v1 and v2 headers have a one-byte stream (JUDGE-1)
+    if len(data) - pos < hlen:
+        raise Stop(Finding("RECV-9", side, pos))
+    h = data[pos:pos + hlen]
+    stream = int.from_bytes(h[2:hlen - 5], "big", signed=True)
+    length = int.from_bytes(h[hlen - 4:], "big", signed=True)
+    if length < 0:
+        raise Stop(Finding("ENV-3", side, pos))
+    if length > max_body:
+        raise Stop(Finding("RECV-12", side, pos))
+    if len(data) - pos < hlen + length:
+        raise Stop(Finding("RECV-9", side, pos))
+    return Envelope(pos, pos + hlen + length, v, h[1], stream, h[hlen - 5], data[pos + hlen:pos + hlen + length])
+
+
+def string_map(body, multi=False):
+    """A [string map] (STARTUP) or [string multimap] (SUPPORTED) as (KEY, value) pairs, keys upper-cased."""
+    pairs, i = [], 0
+
+    def short():
+        nonlocal i
+        n = int.from_bytes(body[i:i + 2], "big")
+        i += 2
+        return n
+
+    def string():
+        nonlocal i
+        n = short()
+        s = body[i:i + n].decode("utf-8", "replace")
+        i += n
+        return s
+
+    try:
+        for _ in range(short()):
+            key = string().upper()
+            pairs.append((key, [string() for _ in range(short())] if multi else string()))
+    except (IndexError, ValueError):
+        pass
+    return pairs
+
+
+def looks_like_envelope(h):
+    """The test of "The sender's rule behind a receiver's rule" for an envelope sent unframed after the switch."""
+    return (len(h) >= 6 and 3 <= h[0] & 0x7F <= 6 and not h[1] & ~0x1F and h[4] in OPCODES
+            and h[5] < 0x10)
+
+
+class FramedReader:
+    """One direction after the switch, read as its receiver reads it ("Decoding procedure")."""
+
+    def __init__(self, data, start, side, fmt, checksum, version, max_body, asked=None):
+        self.data, self.start, self.side = data, start, side
+        self.fmt, self.checksum, self.version, self.max_body = fmt, checksum, version, max_body
+        self.asked = asked  # (format, checksum) of a refused STARTUP, for LIFE-8 (client only)
+
+    def verifies(self, pos, fmt, checksum):
+        d, hlen = self.data, 8 if fmt == "lz4" else 6
+        h = d[pos:pos + hlen]
+        if len(h) < hlen or crc24(h[:hlen - 3]) != int.from_bytes(h[hlen - 3:], "little"):
+            return False
+        word = int.from_bytes(h[:hlen - 3], "little")
+        bit = (word >> (35 if fmt == "lz4" else 18)) & 1
+        end = pos + hlen + (word & 0x1FFFF) + 4
+        algo = crc32c if checksum == "crc32c" else crc32
+        return (bit == (checksum == "crc32c") and end <= len(d)
+                and algo(d[pos + hlen:end - 4]) == int.from_bytes(d[end - 4:end], "little"))
+
+    def header_sender(self, pos):
+        if self.asked and self.verifies(pos, *self.asked):
+            return "LIFE-8"
+        if looks_like_envelope(self.data[pos:pos + 6]):
+            return "LIFE-4" if self.side == "server" else "LIFE-5"
+        return "CRC-1"
+
+    def units(self):
+        """Yields the findings made at each frame, in stream order; ends at the first framing error."""
+        try:
+            yield from self._frames()
+        except Stop as stop:
+            yield [stop.finding]
+
+    def fail(self, rule, pos, sender=None):
+        raise Stop(Finding(rule, self.side, pos, sender))
+
+    def _frames(self):
+        d, pos, seq, lz4 = self.data, self.start, None, self.fmt == "lz4"
+        hlen = 8 if lz4 else 6
+        while True:
+            if pos == len(d):
+                if seq:
+                    self.fail("RECV-9", seq["first"])  # ends between frames, a sequence incomplete
+                return
+            h = d[pos:pos + hlen]
+            if len(h) < hlen:
+                self.fail("RECV-9", pos)
+            if crc24(h[:hlen - 3]) != int.from_bytes(h[hlen - 3:], "little"):
+                self.fail("RECV-1", pos, self.header_sender(pos))
+            word = int.from_bytes(h[:hlen - 3], "little")
+            if lz4:
+                clen, ulen, sc, bit, reserved = (word & 0x1FFFF, (word >> 17) & 0x1FFFF,
+                                                 (word >> 34) & 1, (word >> 35) & 1, word >> 36)
+            else:
+                clen, ulen, sc, bit, reserved = word & 0x1FFFF, 0, (word >> 17) & 1, (word >> 18) & 1, word >> 19
+            if bit != (self.checksum == "crc32c"):
+                asked_bit = self.asked and bit == (self.asked[1] == "crc32c")
+                self.fail("RECV-3", pos, "LIFE-8" if asked_bit else "FMT-13")
+            end = pos + hlen + clen + 4
+            if end > len(d):
+                self.fail("RECV-9", pos)
+            payload = d[pos + hlen:end - 4]
+            algo = crc32c if self.checksum == "crc32c" else crc32
+            if algo(payload) != int.from_bytes(d[end - 4:end], "little"):
+                self.fail("RECV-2", pos, "CRC-3" if self.checksum == "crc32c" else "CRC-2")
+            content = payload
+            if ulen:
+                try:
+                    content = lz4_decode(payload, ulen)
+                except Lz4Error as e:
+                    self.fail(e.rule, pos)
+            own = []  # the frame's own sender rules (JUDGE-6, JUDGE-9)
+            if reserved:
+                own.append(Finding("FMT-10" if lz4 else "FMT-6", self.side, pos))
+            if ulen and clen >= ulen:
+                own.append(Finding("LZ4-3", self.side, pos))
+            done = []  # envelopes this frame completes, with the content sizes of their sequence
+            if sc:
+                if seq:
+                    self.fail("RECV-8", pos)
+                i = 0
+                while i < len(content):
+                    if len(content) - i < 9:
+                        self.fail("RECV-5", pos)
+                    length = self.body_length(content[i:i + 9], pos)
+                    if len(content) - i < 9 + length:
+                        self.fail("RECV-5", pos)
+                    done.append((content[i:i + 9 + length], None))
+                    i += 9 + length
+            else:
+                if not content:
+                    self.fail("RECV-10", pos)
+                if seq is None:
+                    seq = {"first": pos, "buf": bytearray(), "sizes": [], "length": None}
+                    if len(content) < 9:
+                        own.append(Finding("SEND-8", self.side, pos))
+                seq["buf"] += content
+                seq["sizes"].append(len(content))
+                if seq["length"] is None and len(seq["buf"]) >= 9:
+                    seq["length"] = self.body_length(seq["buf"][:9], pos)
+                if seq["length"] is not None:
+                    total = 9 + seq["length"]
+                    if len(seq["buf"]) > total:
+                        self.fail("RECV-7", pos)
+                    if len(seq["buf"]) == total:
+                        done.append((bytes(seq["buf"]), seq["sizes"]))
+                        seq = None
+            yield own + [f for env, sizes in done for f in self.envelope(env, sizes, pos)]
+            pos = end
+
+    def body_length(self, header, pos):
+        length = int.from_bytes(header[5:9], "big", signed=True)
+        if length < 0:
+            self.fail("ENV-3", pos)
+        if length > self.max_body:
+            self.fail("RECV-12", pos)
+        return length
+
+    def envelope(self, env, sizes, pos):
+        """An envelope's rules, at the frame that completes it (JUDGE-9's order)."""
+        # A bare frame stream (the frames cases) names no version: ENV-2 is not judged there.
+        if self.version is not None and env[0] != self.version | (0x80 if self.side == "server" else 0):
+            return [Finding("ENV-2", self.side, pos)]  # refused on its own; nothing more judged
+        if self.version == 6 and not env[1] & USE_BETA:
+            return [Finding("ENV-5", self.side, pos)]
+        out = []
+        if sizes and any(s < SEQUENCE_FILL for s in sizes[:-1]):
+            out.append(Finding("SEND-7", self.side, pos))
+        if env[1] & COMPRESSION_FLAG:
+            out.append(Finding("ENV-4", self.side, pos))
+        return out
+
+
+@dataclass
+class Judgement:
+    findings: list = field(default_factory=list)  # one per occurrence, in the order made
+    notes: list = field(default_factory=list)  # what could not be judged (JUDGE-11)
+    switch: dict = field(default_factory=lambda: {"client": None, "server": None})
+
+    def entries(self):
+        """JUDGE-9: one entry per rule, direction and sender's rule, with the count and the first."""
+        out = {}
+        for f in self.findings:
+            key = (f.rule, f.side, f.sender_rule)
+            if key not in out:
+                out[key] = dict(f.as_dict(), count=0)
+            out[key]["count"] += 1
+        return list(out.values())
+
+    def as_dict(self):
+        return {"findings": [f.as_dict() for f in self.findings], "entries": self.entries(),
+                "notes": self.notes, "switch": self.switch}
+
+
+class Judge:
+    def __init__(self, client, server, responds_after=None, node_checksums=None, max_body=MAX_BODY):
+        self.data = {"client": client, "server": server}
+        self.responds_after = responds_after  # client bytes written before the STARTUP response
+        self.node_checksums = node_checksums  # the caller's word (JUDGE-7): a list, or None
+        self.max_body = max_body
+        self.out = Judgement()
+        self.outstanding = {}  # stream -> client request envelope not yet answered
+        self.supported = None  # FRAME_CHECKSUMS of the last SUPPORTED: None unseen, () without the key
+        self.startup = None  # an outstanding STARTUP of v5 or later, with its options
+        self.legacy = False  # a STARTUP of v4 or lower was sent: nothing ever switches (LIFE-2)
+        self.broken = []  # the rules the server broke by taking the STARTUP
+
+    def find(self, finding):
+        self.out.findings.append(finding)
+
+    def known_checksums(self):
+        if self.node_checksums is not None:
+            return tuple(c.lower() for c in self.node_checksums)
+        return self.supported
+
+    def run(self):
+        pos = {"client": 0, "server": 0}
+        live = {"client": True, "server": True}
+        while live["client"] or live["server"]:
+            for side in ("client", "server"):  # turns, one envelope each way (JUDGE-2)
+                if not live[side] or (side == "client" and self.startup):
+                    continue
+                if pos[side] == len(self.data[side]):
+                    live[side] = False
+                    continue
+                try:
+                    env = read_unframed(self.data[side], pos[side], side, self.max_body)
+                except Stop as stop:
+                    self.find(stop.finding)
+                    live[side] = False
+                    continue
+                pos[side] = env.end
+                if side == "client":
+                    self.client_envelope(env)
+                    if self.startup and self.early_bytes(env):
+                        live["client"] = False
+                elif self.server_envelope(env) is not None:
+                    live["server"] = False
+                if self.startup and self.startup.get("answer"):
+                    return self.switched(live["client"])
+            if self.startup and not live["server"]:
+                self.out.notes.append(f"the STARTUP at client byte {self.startup['env'].offset} "
+                                      "was never answered: where the client switches is unknown")
+                if live["client"] and pos["client"] < len(self.data["client"]) and self.responds_after is None:
+                    self.find(Finding("LIFE-6", "client", self.startup["env"].end))
+                break
+        return self.out
+
+    def early_bytes(self, startup):
+        """JUDGE-3: client bytes after the STARTUP that came before the response (or with it)."""
+        # Bytes before `responds_after` came before the response; the rest of the client stream
+        # is one write, so a STARTUP in it came together with what follows it (QUESTIONS.md Q24).
+        n = self.responds_after
+        if n is not None and len(self.data["client"]) > startup.end and (n > startup.end or n <= startup.offset):
+            self.find(Finding("LIFE-6", "client", startup.end))
+            return True  # judged alike whether the server closes or parses them (JUDGE-10)
+        return False
+
+    def client_envelope(self, env):
+        version = env.version & 0x7F
+        if version == 6 and not env.flags & USE_BETA:
+            self.find(Finding("ENV-5", "client", env.offset))  # refused, not processed
+            self.outstanding[env.stream] = env
+            return
+        self.outstanding[env.stream] = env
+        if env.opcode != STARTUP or self.legacy:
+            return
+        options = string_map(env.body)
+        self.check_neg4(env, options)
+        if version >= 5:
+            self.startup = {"env": env, "options": options, "answer": None}
+        else:
+            self.legacy = True
+
+    def check_neg4(self, env, options):
+        asked = [v.lower() for k, v in options if k == "FRAME_CHECKSUM" and v.lower() != "crc32"]
+        if not asked:
+            return
+        known = self.known_checksums()
+        if known is None:
+            self.out.notes.append(f"FRAME_CHECKSUM {asked[0]!r} of the STARTUP at client byte {env.offset}: "
+                                  "NEG-4 cannot be judged, no SUPPORTED of the node came before it")
+        elif any(a not in known for a in asked):
+            self.find(Finding("NEG-4", "client", env.offset))
+
+    def server_envelope(self, env):
+        """Pairs a server envelope before the switch with a request (LIFE-13); returns a stop, if any."""
+        if self.legacy and not any(r.opcode == STARTUP for r in self.outstanding.values()):
+            return None  # a v4 connection after its STARTUP: native_protocol_v4.spec's business
+        request = self.outstanding.get(env.stream)
+        refused = [r for r in self.outstanding.values() if r.version & 0x7F != env.version & 0x7F]
+        if env.opcode == ERROR and refused and (request is None or request in refused):
+            # a refusal of the protocol version, on any stream (LIFE-11): no switch follows
+            self.answered(request or refused[0])
+            return None
+        if request is not None:
+            if request.opcode == STARTUP:
+                if env.opcode not in (READY, AUTHENTICATE, ERROR):
+                    self.find(Finding("LIFE-13", "server", env.offset))
+                    return env
+                self.check_answer(request, string_map(request.body), env)
+                if self.startup and request is self.startup["env"]:
+                    self.startup["answer"] = env  # the switch (LIFE-4, LIFE-5)
+                    return None
+            self.answered(request)
+            if request.opcode == OPTIONS and env.opcode == SUPPORTED:
+                listed = [v for k, v in string_map(env.body, multi=True) if k == "FRAME_CHECKSUMS"]
+                self.supported = tuple(c.lower() for c in listed[0]) if listed else ()
+            return None
+        if env.opcode == ERROR and env.stream == 0 and env.error_code == PROTOCOL_ERROR:
+            return None  # a framing error reported before the switch (ERR-6): the client's fault
+        self.find(Finding("LIFE-13", "server", env.offset))
+        return env
+
+    def answered(self, request):
+        del self.outstanding[request.stream]
+        if self.startup and request is self.startup["env"]:
+            self.startup = None  # refused: nothing switches
+
+    def check_answer(self, startup, options, answer):
+        """A server that takes a STARTUP it had to refuse ("A STARTUP taken that had to be refused")."""
+        self.broken = []
+        if answer.opcode == ERROR and answer.error_code == PROTOCOL_ERROR:
+            return
+        framed = startup.version & 0x7F >= 5
+        broken = []
+        if framed and any(k == "COMPRESSION" and v.lower() != "lz4" for k, v in options):
+            broken.append("NEG-2")
+        known = self.known_checksums()
+        asked = [v.lower() for k, v in options if k == "FRAME_CHECKSUM" and v.lower() != "crc32"]
+        if framed and asked and known is None:
+            self.out.notes.append(f"FRAME_CHECKSUM {asked[0]!r} of the STARTUP at client byte {startup.offset}: "
+                                  "NEG-6 cannot be judged, no SUPPORTED of the node came before the answer")
+        elif framed and asked and known and any(c not in known for c in asked):
+            broken.append("NEG-6")
+        if len({k for k, _ in options}) < len(options):
+            broken.append("NEG-9")
+        for rule in broken:
+            self.find(Finding(rule, "server", answer.offset))
+        self.broken = broken
+
+    def switched(self, client_live):
+        """After the response to a STARTUP of v5 or later (LIFE-4, LIFE-5, LIFE-8, "A STARTUP taken ...")."""
+        st = self.startup
+        start_env, answer, opts = st["env"], st["answer"], st["options"]
+        first = {}
+        for k, v in opts:
+            first.setdefault(k, v.lower())
+        asked = ("lz4" if first.get("COMPRESSION") == "lz4" else "uncompressed",
+                 "crc32c" if first.get("FRAME_CHECKSUM") == "crc32c" else "crc32")
+        broken = self.broken
+        version = start_env.version & 0x7F
+        plain = ("uncompressed", "crc32")
+        # Each direction is read as its receiver decided (JUDGE-1): the client by what it asked,
+        # the server by what it answered ("Negotiation cases", "A STARTUP taken that had to be refused").
+        if answer.opcode == ERROR:
+            server_fmt, client_fmt = plain, plain
+            client_asked = asked if asked != plain else None
+        elif broken:
+            server_fmt, client_fmt, client_asked = asked, plain, None
+        elif self.known_checksums() == ():  # a server that ignores FRAME_CHECKSUM frames with CRC32
+            server_fmt, client_fmt, client_asked = asked, (asked[0], "crc32"), None
+        else:
+            server_fmt, client_fmt, client_asked = asked, asked, None
+        self.out.switch = {"client": start_env.end, "server": answer.end}
+        readers = [FramedReader(self.data["server"], answer.end, "server", *server_fmt, version, self.max_body)]
+        if client_live:
+            readers.insert(0, FramedReader(self.data["client"], start_env.end, "client", *client_fmt,
+                                           version, self.max_body, client_asked))
+        # After the switch the directions take turns, one frame each way, client first (QUESTIONS.md Q2).
+        units = [r.units() for r in readers]
+        while units:
+            for u in list(units):
+                findings = next(u, None)
+                if findings is None:
+                    units.remove(u)
+                else:
+                    self.out.findings.extend(findings)
+        return self.out
+
+
+def judge(client, server, **kw):
+    return Judge(client, server, **kw).run()
