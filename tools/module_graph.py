@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The crates held free of import circles. A crate joins the list once it has none; there is no
 # allowance for particular cycles.
-ACYCLIC_CRATES = ["reference/cqlframe", "reference/checksum", "reference/cli"]
+ACYCLIC_CRATES = ["reference/cqlframe", "reference/checksum", "reference/harness", "reference/cli"]
 
 PATH_START = re.compile(r"\b(crate|(?:super::)*super|self)::")
 IDENT = re.compile(r"r#\w+|[A-Za-z_]\w*")

@@ -9,11 +9,11 @@
 
 use crate::Failure;
 use clap::{Args as ClapArgs, Subcommand};
-use cqlframe_harness::conformance::adapter::{self, SelfCheck};
-use cqlframe_harness::conformance::expectations::{self, Expectations};
-use cqlframe_harness::conformance::{cases, client, diff, load, matches, report, runner, server};
+use cqlframe_harness::conformance::adapter;
+use cqlframe_harness::conformance::expectations;
+use cqlframe_harness::conformance::suite::{self, Progress};
+use cqlframe_harness::conformance::{cases, diff, load, reference_adapter, server};
 use cqlframe_harness::output::{self, Versioned};
-use cqlframe_harness::verdict::Outcome;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use std::io::Write;
 use std::path::PathBuf;
@@ -38,7 +38,7 @@ enum Sub {
     /// it saw as one JSON document (schemas/observations.schema.json).
     Server(ServerArgs),
     /// The reference adapter: a client-role Connection running one case's workload.
-    Client(client::ClientOptions),
+    Client(reference_adapter::ClientOptions),
     /// List the cases.
     List(ListArgs),
     /// Compare two runs' report.json, per driver and case; exit 1 when an outcome got worse or
@@ -150,7 +150,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     match args.command {
         None => run_suite(args.run),
         Some(Sub::Run(r)) => run_suite(r),
-        Some(Sub::Client(c)) => match client::run(c) {
+        Some(Sub::Client(c)) => match reference_adapter::run(c) {
             0 => Ok(()),
             code => std::process::exit(i32::from(code)),
         },
@@ -260,98 +260,41 @@ fn run_server(args: ServerArgs) -> Result<(), Failure> {
 }
 
 fn run_suite(args: RunArgs) -> Result<(), Failure> {
-    let started = Instant::now();
-    let catalogue = load(args.catalogue.clone()).map_err(Failure::Io)?;
-    let selection = cases::Selection {
-        catalogue: catalogue.digest.clone(),
+    let options = suite::Options {
+        catalogue: args.catalogue,
+        drivers_dir: args.drivers_dir,
+        drivers: args.drivers,
+        adapters: args.adapters,
+        cases: args.cases,
+        exclude: args.exclude,
         quick: args.quick,
-        cases: args.cases.clone(),
-        exclude: args.exclude.clone(),
+        strict: args.strict,
+        expectations: args.expectations,
+        report_dir: args.report_dir,
+        run_timeout: args.run_timeout,
+        request_timeout: args.request_timeout,
+        setup_timeout: args.setup_timeout,
+        exe: std::env::args().next().unwrap_or_else(|| "cqlframe".into()),
     };
-    let known = args
-        .expectations
-        .as_ref()
-        .map(|path| Expectations::load(path, &catalogue.cases))
-        .transpose()
-        .map_err(Failure::Io)?;
-    let cases: Vec<cases::Case> = catalogue
-        .cases
-        .into_iter()
-        .filter(|c| !args.quick || c.quick)
-        .filter(|c| args.cases.is_empty() || matches(&c.id, &args.cases))
-        .filter(|c| !matches(&c.id, &args.exclude))
-        .collect();
-    if cases.is_empty() {
-        return Err(Failure::Io("no case selected".into()));
-    }
-    let mut drivers = if args.drivers.is_empty() && !args.adapters.is_empty() {
-        Vec::new()
-    } else {
-        let drivers_dir = match &args.drivers_dir {
-            Some(dir) => dir.clone(),
-            None => cqlframe_harness::conformance::conformance_dir()
-                .map_err(Failure::Io)?
-                .join("drivers"),
-        };
-        adapter::discover(&drivers_dir, &args.drivers).map_err(Failure::Io)?
-    };
-    for spec in &args.adapters {
-        let driver = adapter::external(spec).map_err(Failure::Io)?;
-        if drivers.iter().any(|d| d.name == driver.name) {
-            return Err(Failure::Io(format!(
-                "--adapter {spec}: a driver named {} is already selected",
-                driver.name
-            )));
+    let finished = suite::run(&options, |progress| match progress {
+        Progress::SelfCheck { driver } => eprintln!(
+            "[{driver}] adapter self-check (an unknown case must exit 127 with a reason) ..."
+        ),
+        Progress::Broken { driver, why } => {
+            eprintln!("[{driver}] adapter broken, its cases are not run: {why}")
         }
-        drivers.push(driver);
-    }
-    let run_limit = Duration::from_secs(args.run_timeout);
-    let limits = runner::Limits {
-        run: run_limit,
-        request_seconds: args
-            .request_timeout
-            .unwrap_or_else(|| runner::Limits::default_request_seconds(run_limit)),
-    };
-    let total = cases.len() * drivers.len();
-    // Captures of an earlier run would be linked from nowhere: start afresh.
-    let _ = std::fs::remove_dir_all(args.report_dir.join("pcap"));
-    let mut results = Vec::new();
-    let mut done = 0;
-    for driver in &mut drivers {
-        eprintln!(
-            "[{}] adapter self-check (an unknown case must exit 127 with a reason) ...",
-            driver.name
-        );
-        let (check, verdict) = adapter::self_check(driver, Duration::from_secs(args.setup_timeout));
-        driver.self_check = match &verdict {
-            Ok(()) => SelfCheck::Passed,
-            Err(why) => {
-                eprintln!(
-                    "[{}] adapter broken, its cases are not run: {why}",
-                    driver.name
-                );
-                SelfCheck::Failed { why: why.clone() }
-            }
-        };
-        for case in &cases {
-            done += 1;
-            let mut r = match &verdict {
-                Err(why) => runner::CaseResult::not_run(driver, case, &check, why),
-                Ok(()) => {
-                    let mut r = runner::run_case(driver, case, limits).map_err(Failure::Io)?;
-                    r.rerun = Some(rerun_command(&args, driver, &case.id));
-                    r
-                }
-            };
-            if verdict.is_ok() {
-                if let Err(e) = runner::write_pcap(&mut r, &args.report_dir) {
-                    eprintln!("[{}] {}: capture not written: {e}", driver.name, case.id);
-                }
-            }
+        Progress::NoCapture { driver, case, why } => {
+            eprintln!("[{driver}] {case}: capture not written: {why}")
+        }
+        Progress::Case {
+            done,
+            total,
+            result: r,
+        } => {
             eprintln!(
                 "[{done:3}/{total}] {:10} {:36} {:14} {:5.1}s  {}",
-                driver.name,
-                case.id,
+                r.driver,
+                r.case,
                 r.outcome.name(),
                 r.adapter.seconds,
                 r.progress_note()
@@ -359,102 +302,18 @@ fn run_suite(args: RunArgs) -> Result<(), Failure> {
             if let Some(command) = r.rerun_shown() {
                 eprintln!("      run it again: {command}");
             }
-            results.push(r);
         }
-    }
-    let run = report::Run {
-        selection: Some(&selection),
-        cases: &cases,
-        drivers: &drivers,
-        results: &results,
-        seconds: started.elapsed().as_secs_f64(),
-    };
-    report::publish(&run, &args.report_dir)?;
-    let count =
-        |pred: &dyn Fn(&runner::CaseResult) -> bool| results.iter().filter(|r| pred(r)).count();
-    let reference_failed = count(&|r| r.driver == "reference" && r.outcome == Outcome::Fail);
-    let broken = count(&|r| r.outcome == Outcome::AdapterBroken);
-    let unexercised = count(&|r| r.outcome == Outcome::NotExercised);
-    let strict_failed = if args.strict {
-        count(&|r| matches!(r.outcome, Outcome::Fail | Outcome::NonStrict))
-    } else {
-        0
-    };
-    let mut reasons = Vec::new();
-    if reference_failed > 0 {
-        reasons.push(format!(
-            "the reference adapter FAILed {reference_failed} cases"
-        ));
-    }
-    if broken > 0 {
-        reasons.push(format!(
-            "{broken} cases are ADAPTER-BROKEN: an adapter breaks the contract (conformance/README.md, Writing an adapter); their lines above say how"
-        ));
-    }
-    if unexercised > 0 {
-        reasons.push(format!(
-            "{unexercised} cases are NOT-EXERCISED: the driver's reads could not be made to end where the case needs them; run them again"
-        ));
-    }
-    if strict_failed > 0 {
-        reasons.push(format!(
-            "--strict: {strict_failed} FAIL or NON-STRICT outcomes"
-        ));
-    }
-    if let Some(known) = &known {
-        let entries: Vec<diff::Entry> = results.iter().map(diff::Entry::of).collect();
-        let gate = known.gate(&entries);
+    })
+    .map_err(Failure::Io)?;
+    writeln!(std::io::stdout(), "{}", finished.published)?;
+    if let Some(gate) = &finished.gate {
         writeln!(std::io::stdout(), "{gate}")?;
-        if !gate.passed() {
-            reasons.push(format!(
-                "{} outcomes are worse than the expectations file allows",
-                gate.worse.len()
-            ));
-        }
     }
-    if !reasons.is_empty() {
-        for r in reasons {
-            eprintln!("conformance: {r}");
-        }
-        return Err(Failure::Rule);
+    if finished.reasons.is_empty() {
+        return Ok(());
     }
-    Ok(())
-}
-
-/// The one command that runs `case` again for `driver`, with this run's catalogue and limits.
-fn rerun_command(args: &RunArgs, driver: &adapter::Driver, case: &str) -> String {
-    let exe = std::env::args().next().unwrap_or_else(|| "cqlframe".into());
-    let mut words = vec![exe, "conformance".into()];
-    words.extend(driver.selector());
-    words.extend(["--cases".into(), case.to_string()]);
-    if let Some(catalogue) = &args.catalogue {
-        words.extend(["--catalogue".into(), catalogue.display().to_string()]);
+    for r in finished.reasons {
+        eprintln!("conformance: {r}");
     }
-    if let Some(dir) = args.drivers_dir.as_ref().filter(|_| !driver.external) {
-        words.extend(["--drivers-dir".into(), dir.display().to_string()]);
-    }
-    if args.run_timeout != 40 {
-        words.extend(["--run-timeout".into(), args.run_timeout.to_string()]);
-    }
-    if let Some(t) = args.request_timeout {
-        words.extend(["--request-timeout".into(), t.to_string()]);
-    }
-    words
-        .iter()
-        .map(|w| shell_word(w))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// `word` quoted for a POSIX shell when it needs it.
-fn shell_word(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=,:@+".contains(c))
-    {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
+    Err(Failure::Rule)
 }

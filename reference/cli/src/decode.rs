@@ -12,9 +12,9 @@ use cqlframe::assembler::DEFAULT_MAX_ENVELOPE_BODY;
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::envelope::{opcode_name, RESPONSE_BIT};
 use cqlframe::error::FramingError;
-use cqlframe::format::Format;
 use cqlframe_harness::output::{self, Versioned};
 use cqlframe_harness::transcript::{EnvelopeRecord, FrameRecord, Transcript};
+use cqlframe_harness::wire_log;
 use std::io::{Read, Write};
 
 /// Bytes read from the input at a time.
@@ -89,24 +89,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
 fn write_event(out: &mut impl Write, event: &Event<'_>, frames: &mut usize) -> std::io::Result<()> {
     match event {
         Event::Frame(f) => {
-            let h = f.header;
-            let lengths = match h.format {
-                Format::Lz4 => format!(
-                    "compressed {} uncompressed {}",
-                    h.payload_length, h.uncompressed_length
-                ),
-                Format::Uncompressed => format!("length {}", h.payload_length),
-            };
-            writeln!(
-                out,
-                "frame {frames} at {}: {lengths}, {}, checksum bit {}, reserved {:#x}, crc24 {:06x}, payload checksum {:08x}",
-                f.offset,
-                if h.self_contained { "self-contained" } else { "not self-contained" },
-                u8::from(h.checksum_bit),
-                h.reserved,
-                h.crc24,
-                f.payload_checksum,
-            )?;
+            writeln!(out, "frame {frames} {}", wire_log::frame_text(f))?;
             *frames += 1;
         }
         Event::Envelope(e) => {

@@ -3,14 +3,11 @@
 
 use crate::Failure;
 use clap::Args as ClapArgs;
-use cqlframe_harness::conformance::adapter::{Driver, SelfCheck};
 use cqlframe_harness::conformance::cases::listing;
-use cqlframe_harness::conformance::report;
-use cqlframe_harness::probe::{cases, probe, Deviations};
-use cqlframe_harness::verdict::{Check, Level, Outcome, Status};
+use cqlframe_harness::probe::{self, cases, Options};
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Test a CQL server's framing: negotiation, the switch, packing, splitting, chopped delivery
 /// and faults, each judged against spec/framing_v6.adoc.
@@ -49,84 +46,33 @@ pub fn run(args: Args) -> Result<(), Failure> {
         write!(std::io::stdout(), "{}", listing(&cases::catalogue()))?;
         return Ok(());
     }
-    let target = args.target.clone().expect("clap requires a target");
-    let mut deviations = Vec::new();
-    for path in &args.deviations {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?;
-        deviations.extend(
-            toml::from_str::<Deviations>(&text)
-                .map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?
-                .deviation,
-        );
-    }
-    let started = Instant::now();
-    let (cases, mut results, release) = probe(
-        &target,
-        &args.cases,
-        Duration::from_secs_f64(args.timeout),
-        Duration::from_secs_f64(args.fault_wait),
-        |i, n, r| {
-            eprintln!(
-                "[{i:2}/{n}] {:32} {:13} {:5.1}s  {}",
-                r.case,
-                r.outcome.name(),
-                r.adapter.seconds,
-                r.progress_note()
-            )
-        },
-    );
-    let name = args.name.clone().unwrap_or_else(|| match &release {
-        Some(r) => format!("{target} ({r})"),
-        None => target.clone(),
-    });
-    let mut unexpected = Vec::new();
-    for r in &mut results {
-        r.driver = name.clone();
-        let known = deviations.iter().find(|d| d.case == r.case);
-        match (r.outcome, known) {
-            (Outcome::Fail, Some(d)) => {
-                r.checks.push(Check::new(
-                    &d.rule,
-                    Level::Must,
-                    Status::Info,
-                    format!(
-                        "known deviation of this server{}: {}",
-                        d.errata
-                            .as_ref()
-                            .map(|e| format!(" (spec errata: {e})"))
-                            .unwrap_or_default(),
-                        d.note
-                    ),
-                ));
-                r.summary = format!("known deviation ({}): {}", d.rule, r.summary);
-            }
-            (Outcome::Fail, None) => unexpected.push(r.case.clone()),
-            (_, Some(d)) => eprintln!(
-                "probe: {} is listed as a known deviation ({}) but did not fail",
-                d.case, d.rule
-            ),
-            _ => {}
-        }
-    }
-    let drivers = [Driver {
-        name: name.clone(),
-        run: PathBuf::new(),
-        external: false,
-        self_check: SelfCheck::NotRun,
-    }];
-    let run = report::Run {
-        selection: None,
-        cases: &cases,
-        drivers: &drivers,
-        results: &results,
-        seconds: started.elapsed().as_secs_f64(),
+    let options = Options {
+        target: args.target.expect("clap requires a target"),
+        cases: args.cases,
+        report_dir: args.report_dir,
+        timeout: Duration::from_secs_f64(args.timeout),
+        fault_wait: Duration::from_secs_f64(args.fault_wait),
+        deviations: args.deviations,
+        name: args.name,
     };
-    report::publish(&run, &args.report_dir)?;
-    if !unexpected.is_empty() {
+    let finished = probe::run(&options, |i, n, r| {
+        eprintln!(
+            "[{i:2}/{n}] {:32} {:13} {:5.1}s  {}",
+            r.case,
+            r.outcome.name(),
+            r.adapter.seconds,
+            r.progress_note()
+        )
+    })
+    .map_err(Failure::Io)?;
+    for (case, rule) in &finished.listed_but_passed {
+        eprintln!("probe: {case} is listed as a known deviation ({rule}) but did not fail");
+    }
+    writeln!(std::io::stdout(), "{}", finished.published)?;
+    if !finished.unexpected.is_empty() {
         eprintln!(
             "probe: FAIL outside the known deviations: {}",
-            unexpected.join(", ")
+            finished.unexpected.join(", ")
         );
         return Err(Failure::Rule);
     }

@@ -1,5 +1,7 @@
-//! The few CQL body encodings the handshake needs: [string map] (STARTUP), [string multimap]
-//! (SUPPORTED) and the code and message of ERROR (native protocol section 3).
+//! CQL body encodings (native protocol section 3): the primitives ([`Reader`] and the `put_`
+//! writers), and what the handshake needs of them: [string map] (STARTUP), [string multimap]
+//! (SUPPORTED) and the code and message of ERROR. The CQL messages of the tools around the
+//! reference are written with these too.
 
 use thiserror::Error;
 
@@ -10,16 +12,20 @@ pub enum BodyError {
     /// The body ends before a length says it should.
     #[error("malformed CQL body: it ends inside a value")]
     Truncated,
-    /// A [string] holds bytes that are not UTF-8.
+    /// A `[string]` holds bytes that are not UTF-8.
     #[error("malformed CQL body: a string is not UTF-8")]
     NotUtf8,
+    /// A `[long string]` with a negative length.
+    #[error("malformed CQL body: a long string of negative length")]
+    NegativeLength,
 }
 
-/// Reads CQL primitives from a body, front to back.
-struct Reader<'a>(&'a [u8]);
+/// Reads CQL primitives from a body, front to back; every read fails cleanly on a short body.
+pub struct Reader<'a>(pub &'a [u8]);
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], BodyError> {
+    /// The next `n` bytes.
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8], BodyError> {
         if self.0.len() < n {
             return Err(BodyError::Truncated);
         }
@@ -28,20 +34,43 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
-    fn short(&mut self) -> Result<u16, BodyError> {
+    /// A `[short]`.
+    pub fn short(&mut self) -> Result<u16, BodyError> {
         let b = self.take(2)?;
         Ok(u16::from_be_bytes([b[0], b[1]]))
     }
 
-    fn int(&mut self) -> Result<i32, BodyError> {
+    /// An `[int]`.
+    pub fn int(&mut self) -> Result<i32, BodyError> {
         let b = self.take(4)?;
         Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    fn string(&mut self) -> Result<String, BodyError> {
-        let n = self.short()? as usize;
-        let bytes = self.take(n)?;
+    /// A `[string]`, which must be UTF-8.
+    pub fn string(&mut self) -> Result<String, BodyError> {
+        let bytes = self.short_bytes()?;
         String::from_utf8(bytes.to_vec()).map_err(|_| BodyError::NotUtf8)
+    }
+
+    /// The bytes of a `[long string]` (an `[int]` length, never negative), not yet decoded.
+    pub fn long_string_bytes(&mut self) -> Result<&'a [u8], BodyError> {
+        let n = usize::try_from(self.int()?).map_err(|_| BodyError::NegativeLength)?;
+        self.take(n)
+    }
+
+    /// `[short bytes]`; also a `[string]` read without decoding it.
+    pub fn short_bytes(&mut self) -> Result<&'a [u8], BodyError> {
+        let n = self.short()? as usize;
+        self.take(n)
+    }
+
+    /// `[bytes]`: `None` for a negative length (null).
+    pub fn bytes(&mut self) -> Result<Option<&'a [u8]>, BodyError> {
+        let n = self.int()?;
+        if n < 0 {
+            return Ok(None);
+        }
+        self.take(n as usize).map(Some)
     }
 }
 
@@ -78,15 +107,37 @@ pub fn read_error_code(body: &[u8]) -> Result<i32, BodyError> {
     Reader(body).int()
 }
 
-fn write_string(out: &mut Vec<u8>, s: &str) {
-    out.extend_from_slice(&(s.len() as u16).to_be_bytes());
-    out.extend_from_slice(s.as_bytes());
+/// Appends a `[string]`.
+pub fn put_string(out: &mut Vec<u8>, s: &str) {
+    put_short_bytes(out, s.as_bytes());
 }
 
-/// Encodes a [string].
+/// Appends a `[long string]`.
+pub fn put_long_string(out: &mut Vec<u8>, s: &str) {
+    put_bytes(out, Some(s.as_bytes()));
+}
+
+/// Appends `[short bytes]`.
+pub fn put_short_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u16).to_be_bytes());
+    out.extend_from_slice(b);
+}
+
+/// Appends `[bytes]`; `None` is null (length -1).
+pub fn put_bytes(out: &mut Vec<u8>, b: Option<&[u8]>) {
+    match b {
+        None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+        Some(b) => {
+            out.extend_from_slice(&(b.len() as i32).to_be_bytes());
+            out.extend_from_slice(b);
+        }
+    }
+}
+
+/// Encodes a `[string]`.
 pub fn string(s: &str) -> Vec<u8> {
     let mut out = Vec::new();
-    write_string(&mut out, s);
+    put_string(&mut out, s);
     out
 }
 
@@ -94,8 +145,8 @@ pub fn string(s: &str) -> Vec<u8> {
 pub fn string_map<K: AsRef<str>, V: AsRef<str>>(entries: &[(K, V)]) -> Vec<u8> {
     let mut out = (entries.len() as u16).to_be_bytes().to_vec();
     for (k, v) in entries {
-        write_string(&mut out, k.as_ref());
-        write_string(&mut out, v.as_ref());
+        put_string(&mut out, k.as_ref());
+        put_string(&mut out, v.as_ref());
     }
     out
 }
@@ -104,10 +155,10 @@ pub fn string_map<K: AsRef<str>, V: AsRef<str>>(entries: &[(K, V)]) -> Vec<u8> {
 pub fn string_multimap<K: AsRef<str>, V: AsRef<str>>(entries: &[(K, Vec<V>)]) -> Vec<u8> {
     let mut out = (entries.len() as u16).to_be_bytes().to_vec();
     for (k, values) in entries {
-        write_string(&mut out, k.as_ref());
+        put_string(&mut out, k.as_ref());
         out.extend_from_slice(&(values.len() as u16).to_be_bytes());
         for v in values {
-            write_string(&mut out, v.as_ref());
+            put_string(&mut out, v.as_ref());
         }
     }
     out
@@ -116,7 +167,7 @@ pub fn string_multimap<K: AsRef<str>, V: AsRef<str>>(entries: &[(K, Vec<V>)]) ->
 /// Encodes an ERROR body with `code` and `message`.
 pub fn error(code: i32, message: &str) -> Vec<u8> {
     let mut out = code.to_be_bytes().to_vec();
-    write_string(&mut out, message);
+    put_string(&mut out, message);
     out
 }
 
@@ -124,7 +175,7 @@ pub fn error(code: i32, message: &str) -> Vec<u8> {
 /// (a length byte, the address, an `[int]` port).
 pub fn topology_change(change: &str, node: std::net::SocketAddrV4) -> Vec<u8> {
     let mut out = string("TOPOLOGY_CHANGE");
-    write_string(&mut out, change);
+    put_string(&mut out, change);
     out.push(4);
     out.extend_from_slice(&node.ip().octets());
     out.extend_from_slice(&i32::from(node.port()).to_be_bytes());

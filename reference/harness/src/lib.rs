@@ -9,13 +9,16 @@
 //! - [`probe`]: the reference as a client testing a server.
 //! - [`check`]: every CQL connection of a capture checked.
 //! - [`cql`]: the few CQL requests and results the server and clients speak.
+//! - [`fault_builder`]: frames built part by part and broken on purpose, for the server and the probe.
 //! - [`lz4_by_hand`]: LZ4 blocks written token by token, for the faults no compressor makes.
 //! - [`verdict`]: the typed outcome of a case (level, outcome, check) shared by the reports.
+//! - [`wire_log`]: the text lines of a connection's wire log, a frame's line included.
 //! - [`output`]: the `format` version of every JSON document the tools write.
 
 pub mod check;
 pub mod conformance;
 pub mod cql;
+pub mod fault_builder;
 pub mod lz4_by_hand;
 pub mod output;
 pub mod pcap;
@@ -24,3 +27,4 @@ pub mod rules;
 pub mod transcript;
 pub mod vectors;
 pub mod verdict;
+pub mod wire_log;

@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 use std::path::Path;
 
-use super::server::Provocation;
 use crate::verdict::Level;
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -95,6 +94,49 @@ impl Section {
             Section::Sending => "Sending",
             Section::Receiving => "Receiving",
             Section::Errors => "Error handling",
+        }
+    }
+}
+
+/// Something the server does on purpose, after which a client closes the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Provocation {
+    /// STARTUP answered with ERROR (script `startup_error`): the client should close (LIFE-10).
+    StartupError,
+    /// An unframed response to no request before READY (script `unpaired_response`): the
+    /// client must close (LIFE-13).
+    UnpairedResponse,
+}
+
+impl Provocation {
+    pub fn rule(self) -> &'static str {
+        match self {
+            Provocation::StartupError => "LIFE-10",
+            Provocation::UnpairedResponse => "LIFE-13",
+        }
+    }
+
+    pub fn level(self) -> Level {
+        match self {
+            Provocation::StartupError => Level::Should,
+            Provocation::UnpairedResponse => Level::Must,
+        }
+    }
+
+    /// What the server sends.
+    pub fn what(self) -> &'static str {
+        match self {
+            Provocation::StartupError => "ERROR response to STARTUP",
+            Provocation::UnpairedResponse => "response to no request",
+        }
+    }
+
+    /// The connection, as the judge's messages name it.
+    pub fn connection(self) -> &'static str {
+        match self {
+            Provocation::StartupError => "whose STARTUP got ERROR",
+            Provocation::UnpairedResponse => "on which a response to no request came before READY",
         }
     }
 }
@@ -197,7 +239,7 @@ pub struct ServerScript {
     #[serde(default)]
     pub startup_error: bool,
     /// Before answering STARTUP with READY, send an unframed response that pairs with no request
-    /// ([`super::frames::stray_envelope`]): a client closes the connection (LIFE-13).
+    /// ([`super::faults::stray_envelope`]): a client closes the connection (LIFE-13).
     #[serde(default)]
     pub unpaired_response: bool,
     /// Stream of the ERROR refusing a protocol version: `request` (the refused envelope's) or

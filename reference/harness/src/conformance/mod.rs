@@ -7,16 +7,18 @@
 
 pub mod adapter;
 pub mod cases;
-pub mod client;
 pub mod contract;
 pub mod delivery;
 pub mod diff;
 pub mod expectations;
-pub mod frames;
+pub mod faults;
+pub mod layout;
 pub mod limits;
+pub mod reference_adapter;
 pub mod report;
 pub mod runner;
 pub mod server;
+pub mod suite;
 
 use std::path::{Path, PathBuf};
 

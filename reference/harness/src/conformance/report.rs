@@ -4,11 +4,8 @@ use super::adapter::{Driver, SelfCheck};
 use super::cases::{Case, Selection};
 use super::runner::CaseResult;
 use crate::verdict::{Level, Outcome, Status};
-use cqlframe::format::Format;
-use cqlframe::frame_decoder::Frame;
 use serde_json::json;
 use std::fmt::Write as _;
-use std::io::Write;
 use std::path::Path;
 
 /// A finished run, as the reports show it.
@@ -99,45 +96,14 @@ pub fn console(run: &Run) -> String {
     s
 }
 
-/// Prints the matrix, writes every report under `dir`, and says where they are.
-pub fn publish(run: &Run, dir: &Path) -> std::io::Result<()> {
-    writeln!(std::io::stdout(), "{}", console(run))?;
-    write_all(run, dir)?;
-    writeln!(
-        std::io::stdout(),
-        "reports: {0}/index.html, {0}/report.json, {0}/junit.xml",
+/// Writes every report under `dir`; the matrix and where the reports are, to print.
+pub fn publish(run: &Run, dir: &Path) -> Result<String, String> {
+    write_all(run, dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(format!(
+        "{}\nreports: {1}/index.html, {1}/report.json, {1}/junit.xml",
+        console(run),
         dir.display()
-    )?;
-    Ok(())
-}
-
-/// One frame as the wire logs show it: offset, flag, lengths, checksum bit, both checks, and
-/// the reserved bits when set.
-pub fn frame_line(f: &Frame<'_>) -> String {
-    let h = f.header;
-    let uncompressed = if h.format == Format::Lz4 {
-        format!(" (uncompressed {})", h.uncompressed_length)
-    } else {
-        String::new()
-    };
-    let reserved = if h.reserved != 0 {
-        format!(" reserved={:#x}", h.reserved)
-    } else {
-        String::new()
-    };
-    format!(
-        "frame @{} {} payload {}{uncompressed} ck={} crc24={:06x} trailer={:08x}{reserved}",
-        f.offset,
-        if h.self_contained {
-            "self-contained"
-        } else {
-            "part-of-sequence"
-        },
-        h.payload_length,
-        u8::from(h.checksum_bit),
-        h.crc24,
-        f.payload_checksum,
-    )
+    ))
 }
 
 pub fn write_all(run: &Run, dir: &Path) -> std::io::Result<()> {
@@ -498,9 +464,9 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
                     let _ = writeln!(
                         s,
                         "<span class={}>{:9.1} ms {:4} {}</span>",
-                        l.dir,
+                        l.dir.name(),
                         l.t_ms,
-                        l.dir,
+                        l.dir.name(),
                         esc(&l.text)
                     );
                 }

@@ -5,7 +5,8 @@
 use super::adapter::{adapter_args, run_adapter, AdapterRun, Driver, CONTRACT_RULE};
 use super::cases::{Case, Expect, OptIn};
 use super::server::{Observations, Server};
-use crate::cql::expected_digest;
+use crate::cql::database::expected_digest;
+use crate::pcap::session::{session_pcap, Recorded};
 use crate::verdict::{Check, Level, Outcome, Status, EXIT_UNSUPPORTED};
 use cqlframe::checksum::PayloadChecksum;
 use cqlframe::Format;
@@ -510,8 +511,16 @@ fn opt_in(case: &Case, obs: &Observations, checks: &mut Vec<Check>) -> Option<St
 pub fn write_pcap(result: &mut CaseResult, report_dir: &Path) -> Result<(), String> {
     let rel = format!("pcap/{}/{}.pcap", result.driver, result.case);
     let path = report_dir.join(&rel);
-    let file = crate::pcap::session::session_pcap(&result.server.connections)
-        .map_err(|e| e.to_string())?;
+    let connections: Vec<Recorded> = result
+        .server
+        .connections
+        .iter()
+        .map(|c| Recorded {
+            client_port: c.client_port,
+            turns: &c.turns,
+        })
+        .collect();
+    let file = session_pcap(&connections).map_err(|e| e.to_string())?;
     for c in &mut result.server.connections {
         c.turns = Vec::new();
     }

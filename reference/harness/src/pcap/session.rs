@@ -8,14 +8,21 @@
 use super::write::{
     self as capture, Options, Turn, WriteError, DEFAULT_CLIENT_PORT, EPOCH_SECONDS,
 };
-use crate::conformance::server::ConnRecord;
 
 /// Size of the pcap global header, and of a record header.
 const GLOBAL_HEADER: usize = 24;
 const RECORD_HEADER: usize = 16;
 
+/// One connection as a server recorded it.
+pub struct Recorded<'a> {
+    /// The client's TCP port; 0 when unknown (the capture then numbers the connections).
+    pub client_port: u16,
+    /// Both byte streams in the order they were read and written: (from the client, bytes).
+    pub turns: &'a [(bool, Vec<u8>)],
+}
+
 /// The capture of all `connections` (in order), one pcap file.
-pub fn session_pcap(connections: &[ConnRecord]) -> Result<Vec<u8>, WriteError> {
+pub fn session_pcap(connections: &[Recorded]) -> Result<Vec<u8>, WriteError> {
     let mut out = Vec::new();
     let mut packet: u32 = 0;
     for (i, conn) in connections.iter().enumerate() {
@@ -69,14 +76,6 @@ pub fn session_pcap(connections: &[ConnRecord]) -> Result<Vec<u8>, WriteError> {
 mod tests {
     use super::*;
 
-    fn conn(port: u16, turns: Vec<(bool, Vec<u8>)>) -> ConnRecord {
-        ConnRecord {
-            client_port: port,
-            turns,
-            ..Default::default()
-        }
-    }
-
     /// Records of a pcap file: (seconds, microseconds, frame).
     fn records(file: &[u8]) -> Vec<(u32, u32, Vec<u8>)> {
         let le = |b: &[u8]| u32::from_le_bytes(b[..4].try_into().unwrap());
@@ -97,11 +96,16 @@ mod tests {
 
     #[test]
     fn connections_follow_one_another() {
-        let a = conn(
-            40000,
-            vec![(true, b"abc".to_vec()), (false, b"de".to_vec())],
-        );
-        let b = conn(40001, vec![(true, b"f".to_vec())]);
+        let a_turns = [(true, b"abc".to_vec()), (false, b"de".to_vec())];
+        let b_turns = [(true, b"f".to_vec())];
+        let a = Recorded {
+            client_port: 40000,
+            turns: &a_turns,
+        };
+        let b = Recorded {
+            client_port: 40001,
+            turns: &b_turns,
+        };
         let one = capture::pcap(
             &[Turn::client(b"abc"), Turn::server(b"de")],
             &Options {

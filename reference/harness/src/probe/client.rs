@@ -3,26 +3,20 @@
 //! after one. Every byte both ways also goes to a [`Judge`]: what it finds in the server's
 //! bytes becomes checks of the case ([`Probe::judged`]).
 
+use crate::fault_builder::OutFrame;
 use crate::rules::{Direction, Judge, Tally};
 use crate::verdict::Check;
+use crate::wire_log::{Dir, Line};
 use cqlframe::body;
 use cqlframe::connection::{Connection, ConnectionEvent, Role};
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::encoder::{FrameEncoder, SplitPolicy};
 use cqlframe::envelope::{envelope_bytes, opcode_name, EnvelopeHeader, Opcode, FLAG_USE_BETA};
-use cqlframe::format::FrameSettings;
+use cqlframe::format::{FrameSettings, MAX_PAYLOAD};
 use std::collections::VecDeque;
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
-
-/// One line of the wire log.
-pub struct Line {
-    pub t_ms: f64,
-    /// `c2s`, `s2c` or `note`.
-    pub dir: &'static str,
-    pub text: String,
-}
 
 pub struct Probe {
     stream: TcpStream,
@@ -75,7 +69,7 @@ pub struct Aftermath {
 
 /// A QUERY body as v5 (and v6-beta) encode it.
 pub fn query_body(query: &str) -> Vec<u8> {
-    crate::cql::query_body(query, 5)
+    crate::cql::messages::query_body(query, 5)
 }
 
 impl Probe {
@@ -127,7 +121,7 @@ impl Probe {
                 if self.raw.len() >= total {
                     let body = self.raw[9..total].to_vec();
                     self.raw.drain(..total);
-                    self.note("s2c", describe(&h, &body, false));
+                    self.note(Dir::S2c, describe(&h, &body, false));
                     return Ok((h, body));
                 }
             }
@@ -152,7 +146,7 @@ impl Probe {
         }
     }
 
-    pub fn note(&mut self, dir: &'static str, text: impl Into<String>) {
+    pub fn note(&mut self, dir: Dir, text: impl Into<String>) {
         self.log.push(Line {
             t_ms: self.start.elapsed().as_secs_f64() * 1000.0,
             dir,
@@ -177,7 +171,7 @@ impl Probe {
         for e in envelopes {
             let h = EnvelopeHeader::parse(e[..9].try_into().expect("9 bytes"));
             self.note(
-                "c2s",
+                Dir::C2s,
                 format!(
                     "{}{} stream {} ({} bytes)",
                     if framed { "" } else { "unframed " },
@@ -249,6 +243,19 @@ impl Probe {
         out
     }
 
+    /// A frame of the connection's settings carrying `content`, built part by part for a fault.
+    pub fn out_frame(&self, content: &[u8], self_contained: bool) -> OutFrame {
+        OutFrame::new(self.settings(), content, self_contained, true)
+    }
+
+    /// `envelope` as a sequence of full frames, built part by part for a fault.
+    pub fn sequence(&self, envelope: &[u8]) -> Vec<OutFrame> {
+        envelope
+            .chunks(MAX_PAYLOAD)
+            .map(|c| self.out_frame(c, false))
+            .collect()
+    }
+
     pub fn settings(&self) -> FrameSettings {
         self.conn
             .negotiated()
@@ -271,17 +278,17 @@ impl Probe {
                 return Ok(self.inbox.remove(i).expect("found"));
             }
             if start.elapsed() > self.timeout {
-                self.note("note", "timeout");
+                self.note(Dir::Note, "timeout");
                 // Bytes begun and not finished are what finishing the stream here reports.
                 if let Err(e) = self.conn.clone().finish() {
-                    self.note("note", format!("inside a partial frame: {e}"));
+                    self.note(Dir::Note, format!("inside a partial frame: {e}"));
                     return Err(Wait::Stalled(e.to_string()));
                 }
                 return Err(Wait::Timeout);
             }
             let n = match self.stream.read(&mut buf) {
                 Ok(0) => {
-                    self.note("note", "closed by the server");
+                    self.note(Dir::Note, "closed by the server");
                     return Err(match self.conn.finish() {
                         Err(e) => Wait::Framing(e.to_string()),
                         Ok(()) => Wait::Closed,
@@ -290,7 +297,7 @@ impl Probe {
                 Ok(n) => n,
                 Err(e) if matches!(e.kind(), IoKind::WouldBlock | IoKind::TimedOut) => continue,
                 Err(e) if e.kind() == IoKind::ConnectionReset => {
-                    self.note("note", "reset by the server");
+                    self.note(Dir::Note, "reset by the server");
                     return Err(Wait::Closed);
                 }
                 Err(e) => return Err(Wait::Io(e.to_string())),
@@ -309,9 +316,7 @@ impl Probe {
                         lines.push(describe(&envelope.header, envelope.body, true));
                         inbox.push_back((envelope.header, envelope.body.to_vec(), true));
                     }
-                    ConnectionEvent::Frame(f) => {
-                        lines.push(crate::conformance::report::frame_line(f))
-                    }
+                    ConnectionEvent::Frame(f) => lines.push(crate::wire_log::frame_line(f)),
                     ConnectionEvent::Rejected { error, .. } => return Err(error),
                     ConnectionEvent::Switched { offset, negotiated } => {
                         lines.push(format!("switch at byte {offset}: {negotiated}"))
@@ -321,10 +326,10 @@ impl Probe {
                 Ok(())
             });
             for l in lines {
-                self.note("s2c", l);
+                self.note(Dir::S2c, l);
             }
             if let Err(e) = r {
-                self.note("note", format!("framing error: {e}"));
+                self.note(Dir::Note, format!("framing error: {e}"));
                 return Err(Wait::Framing(e.to_string()));
             }
         }
@@ -378,7 +383,7 @@ impl Probe {
         }
         let _ = self.stream.shutdown(Shutdown::Both);
         self.note(
-            "note",
+            Dir::Note,
             format!(
                 "after the fault: {} bytes, then {}",
                 bytes.len(),

@@ -8,13 +8,15 @@
 pub mod cases;
 pub mod client;
 
-use crate::conformance::adapter::AdapterRun;
+use crate::conformance::adapter::{AdapterRun, Driver, SelfCheck};
 use crate::conformance::cases::Case;
 use crate::conformance::matches;
+use crate::conformance::report;
 use crate::conformance::runner::CaseResult;
-use crate::conformance::server::{ConnRecord, LogEntry, Observations};
+use crate::conformance::server::{ConnRecord, Observations};
 use crate::verdict::{Check, Level, Outcome, Status};
 use serde::Deserialize;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Known deviations of a server: their FAILs are reported but do not fail the run.
@@ -36,6 +38,112 @@ pub struct Deviation {
     pub note: String,
 }
 
+/// What to probe and how (the options of `cqlframe probe`).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The server, HOST:PORT.
+    pub target: String,
+    /// Cases to run: ids or prefixes ending in `*` (empty: all).
+    pub cases: Vec<String>,
+    pub report_dir: PathBuf,
+    /// How long to wait for an answer.
+    pub timeout: Duration,
+    /// How long to watch the server after a fault for its ERROR and close.
+    pub fault_wait: Duration,
+    /// Files of known deviations of this server (their lists add up).
+    pub deviations: Vec<PathBuf>,
+    /// Name of the server in the reports (default: the release_version it reports, and the
+    /// address).
+    pub name: Option<String>,
+}
+
+/// A finished probe.
+pub struct Finished {
+    /// The matrix and where the reports went.
+    pub published: String,
+    /// Deviations listed for cases that did not fail: (case, rule).
+    pub listed_but_passed: Vec<(String, String)>,
+    /// Cases that FAILed outside the known deviations: the probe fails.
+    pub unexpected: Vec<String>,
+}
+
+/// Probes the server as `options` say, with `progress` told of each case as it finishes, and
+/// publishes the reports; an error is a probe that could not be made (deviations unreadable,
+/// reports unwritable).
+pub fn run(
+    options: &Options,
+    progress: impl FnMut(usize, usize, &CaseResult),
+) -> Result<Finished, String> {
+    let mut deviations = Vec::new();
+    for path in &options.deviations {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        deviations.extend(
+            toml::from_str::<Deviations>(&text)
+                .map_err(|e| format!("{}: {e}", path.display()))?
+                .deviation,
+        );
+    }
+    let started = Instant::now();
+    let target = &options.target;
+    let (cases, mut results, release) = probe(
+        target,
+        &options.cases,
+        options.timeout,
+        options.fault_wait,
+        progress,
+    );
+    let name = options.name.clone().unwrap_or_else(|| match &release {
+        Some(r) => format!("{target} ({r})"),
+        None => target.clone(),
+    });
+    let mut unexpected = Vec::new();
+    let mut listed_but_passed = Vec::new();
+    for r in &mut results {
+        r.driver = name.clone();
+        let known = deviations.iter().find(|d| d.case == r.case);
+        match (r.outcome, known) {
+            (Outcome::Fail, Some(d)) => {
+                r.checks.push(Check::new(
+                    &d.rule,
+                    Level::Must,
+                    Status::Info,
+                    format!(
+                        "known deviation of this server{}: {}",
+                        d.errata
+                            .as_ref()
+                            .map(|e| format!(" (spec errata: {e})"))
+                            .unwrap_or_default(),
+                        d.note
+                    ),
+                ));
+                r.summary = format!("known deviation ({}): {}", d.rule, r.summary);
+            }
+            (Outcome::Fail, None) => unexpected.push(r.case.clone()),
+            (_, Some(d)) => listed_but_passed.push((d.case.clone(), d.rule.clone())),
+            _ => {}
+        }
+    }
+    let drivers = [Driver {
+        name,
+        run: PathBuf::new(),
+        external: false,
+        self_check: SelfCheck::NotRun,
+    }];
+    let run = report::Run {
+        selection: None,
+        cases: &cases,
+        drivers: &drivers,
+        results: &results,
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    let published = report::publish(&run, &options.report_dir)?;
+    Ok(Finished {
+        published,
+        listed_but_passed,
+        unexpected,
+    })
+}
+
 /// Runs the cases against `target`; the results in catalogue order.
 pub fn probe(
     target: &str,
@@ -44,7 +152,7 @@ pub fn probe(
     fault_wait: Duration,
     mut progress: impl FnMut(usize, usize, &CaseResult),
 ) -> (Vec<Case>, Vec<CaseResult>, Option<String>) {
-    let mut ctx = cases::Ctx {
+    let mut ctx = cases::steps::Ctx {
         target: target.to_string(),
         timeout,
         fault_wait,
@@ -63,8 +171,8 @@ pub fn probe(
     let mut results = Vec::new();
     for (i, case) in chosen.iter().enumerate() {
         let started = Instant::now();
-        let mut v = cases::Verdict::default();
-        let run = cases::run_of(&case.id).expect("every case of the catalogue has its code");
+        let mut v = cases::steps::Evidence::default();
+        let run = cases::code(case).expect("every case of the catalogue has its code");
         run(&mut ctx, &mut v);
         let mut checks: Vec<Check> = v.checks.clone();
         for (status, message) in [
@@ -95,14 +203,7 @@ pub fn probe(
             .map(|(id, log)| ConnRecord {
                 id,
                 closed_by: Some("probe".into()),
-                log: log
-                    .iter()
-                    .map(|l| LogEntry {
-                        t_ms: l.t_ms,
-                        dir: l.dir,
-                        text: l.text.clone(),
-                    })
-                    .collect(),
+                log: log.clone(),
                 ..ConnRecord::default()
             })
             .collect();

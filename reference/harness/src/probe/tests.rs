@@ -53,23 +53,29 @@ fn a_server_without_frame_checksums() {
     assert_eq!(asked.1, Outcome::Pass, "{asked:?}");
 }
 
-/// The catalogue (data) and the cases' code name the same cases.
+/// The catalogue (data) and the cases' code name the same cases: each case has its function in
+/// its section's file, and each function is a case of that section.
 #[test]
 fn every_catalogue_case_has_its_code_and_back() {
-    let catalogue: Vec<String> = super::cases::catalogue()
-        .into_iter()
-        .map(|c| c.id)
-        .collect();
-    for id in &catalogue {
-        assert!(super::cases::run_of(id).is_some(), "{id} has no code");
-    }
-    for (id, _) in super::cases::RUNS {
+    let catalogue = super::cases::catalogue();
+    for case in &catalogue {
         assert!(
-            catalogue.iter().any(|c| c == id),
-            "{id} is not in conformance/probe.toml"
+            super::cases::code(case).is_some(),
+            "{} has no code",
+            case.id
         );
     }
-    assert_eq!(catalogue.len(), super::cases::RUNS.len());
+    let functions = super::cases::functions();
+    for (section, name) in &functions {
+        let id = format!("probe.{}", name.replace('_', "-"));
+        assert!(
+            catalogue
+                .iter()
+                .any(|c| c.id == id && c.section == *section),
+            "{name} is not a case of section {section:?} in conformance/probe.toml"
+        );
+    }
+    assert_eq!(catalogue.len(), functions.len());
 }
 
 /// A server that answers the handshake (v5, uncompressed, CRC32), then writes only the first

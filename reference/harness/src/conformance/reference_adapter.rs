@@ -3,7 +3,7 @@
 //! `conformance/drivers/reference/run`. It follows the adapter contract of
 //! `conformance/README.md` and is expected to PASS every case.
 
-use crate::cql;
+use crate::cql::{database, messages};
 use cqlframe::body;
 use cqlframe::connection::{Connection, ConnectionEvent, Role};
 use cqlframe::encoder::SplitPolicy;
@@ -153,10 +153,10 @@ fn error_text(body: &[u8]) -> String {
 /// A RESULT's rows as the adapter contract reports them.
 fn rows_result(header: &EnvelopeHeader, body: &[u8]) -> Value {
     match Opcode::from_u8(header.opcode) {
-        Some(Opcode::Result) => match cql::parse_kv_rows(body) {
+        Some(Opcode::Result) => match messages::parse_kv_rows(body) {
             Ok(Some(rows)) => json!({
                 "rows": rows.len(),
-                "digest": cql::rows_digest(rows.iter().map(|(k, v)| (*k, v.as_slice()))),
+                "digest": database::rows_digest(rows.iter().map(|(k, v)| (*k, v.as_slice()))),
             }),
             Ok(None) => json!({"ok": true}),
             Err(e) => json!({"error": format!("malformed RESULT: {e}")}),
@@ -309,7 +309,7 @@ fn workload(args: &ClientOptions) -> Outcome {
         "connect" => {
             let (s, env) = c.request(
                 Opcode::Query,
-                &cql::query_body("SELECT * FROM system.local WHERE key='local'", version),
+                &messages::query_body("SELECT * FROM system.local WHERE key='local'", version),
             );
             let r = c.send(&[env]).and_then(|_| c.wait(s));
             match r {
@@ -325,7 +325,7 @@ fn workload(args: &ClientOptions) -> Outcome {
             let (s, env) = c.request(Opcode::Options, &[]);
             match c.send(&[env]).and_then(|_| c.wait(s)) {
                 Ok((h, _)) if h.opcode == Opcode::Supported as u8 => {
-                    let (s, env) = c.request(Opcode::Query, &cql::query_body(select, version));
+                    let (s, env) = c.request(Opcode::Query, &messages::query_body(select, version));
                     match c.send(&[env]).and_then(|_| c.wait(s)) {
                         Ok((h, b)) => results.push(rows_result(&h, &b)),
                         Err(e) => results.push(json!({"error": e})),
@@ -336,24 +336,24 @@ fn workload(args: &ClientOptions) -> Outcome {
             }
         }
         "select" => {
-            let (s, env) = c.request(Opcode::Query, &cql::query_body(select, version));
+            let (s, env) = c.request(Opcode::Query, &messages::query_body(select, version));
             match c.send(&[env]).and_then(|_| c.wait(s)) {
                 Ok((h, b)) => results.push(rows_result(&h, &b)),
                 Err(e) => results.push(json!({"error": e})),
             }
         }
         "prepare-select" => {
-            let (s, env) = c.request(Opcode::Prepare, &cql::prepare_body(select, version));
+            let (s, env) = c.request(Opcode::Prepare, &messages::prepare_body(select, version));
             let prepared = c.send(&[env]).and_then(|_| c.wait(s)).and_then(|(h, b)| {
                 if h.opcode == Opcode::Result as u8 {
-                    cql::parse_prepared(&b, version)
+                    messages::parse_prepared(&b, version)
                 } else {
                     Err(error_text(&b))
                 }
             });
             match prepared {
                 Ok((id, meta)) => {
-                    let body = cql::execute_body(&id, meta.as_deref(), version);
+                    let body = messages::execute_body(&id, meta.as_deref(), version);
                     let (s, env) = c.request(Opcode::Execute, &body);
                     match c.send(&[env]).and_then(|_| c.wait(s)) {
                         Ok((h, b)) => results.push(rows_result(&h, &b)),
@@ -368,7 +368,7 @@ fn workload(args: &ClientOptions) -> Outcome {
             let mut streams = Vec::new();
             let mut envs = Vec::new();
             for _ in 0..n {
-                let (s, env) = c.request(Opcode::Query, &cql::query_body(select, version));
+                let (s, env) = c.request(Opcode::Query, &messages::query_body(select, version));
                 streams.push(s);
                 envs.push(env);
             }
@@ -386,12 +386,12 @@ fn workload(args: &ClientOptions) -> Outcome {
             }
         }
         "insert-large" => {
-            let blob = cql::blob_pattern(args.blob_size);
+            let blob = database::blob_pattern(args.blob_size);
             let q = format!(
                 "INSERT INTO ks.t (k, v) VALUES (1, 0x{})",
                 hex::encode(&blob)
             );
-            let (s, env) = c.request(Opcode::Query, &cql::query_body(&q, version));
+            let (s, env) = c.request(Opcode::Query, &messages::query_body(&q, version));
             match c.send(&[env]).and_then(|_| c.wait(s)) {
                 Ok((h, _)) if h.opcode == Opcode::Result as u8 => results.push(json!({"ok": true})),
                 Ok((_, b)) => results.push(json!({"error": error_text(&b)})),

@@ -1,127 +1,12 @@
-//! How the conformance server cuts its responses into frames (split policy, packing, stored LZ4,
-//! reserved bits, empty frames) and how it breaks them on purpose (the faults of the catalogue).
+//! The faults of the catalogue: a response's frames broken on purpose, each in the way a
+//! receiver must detect (the rule is [`FaultKind::rule`]).
 
-use super::cases::{Fault, FaultKind, ServerScript};
+use super::cases::{Fault, FaultKind};
+use super::layout::Layout;
+use crate::fault_builder::{after_first, flip, reseal, serialise, OutFrame};
 use crate::lz4_by_hand::{lz4_block_frame, one_match_block};
-use cqlframe::checksum::crc24;
-use cqlframe::encoder::frame_parts;
 use cqlframe::envelope::{FLAG_USE_BETA, RESPONSE_BIT};
-use cqlframe::format::{Format, FrameSettings, MAX_PAYLOAD};
-use cqlframe::header::FrameHeader;
-
-/// One frame to write: every part explicit, so that a fault can change any of them.
-#[derive(Clone, Debug)]
-pub struct OutFrame {
-    pub header: FrameHeader,
-    pub payload: Vec<u8>,
-    pub trailer: u32,
-    /// The content the payload carries (before compression).
-    pub content: Vec<u8>,
-}
-
-impl OutFrame {
-    pub fn write(&self, out: &mut Vec<u8>) {
-        cqlframe::encoder::write_raw(&self.header, &self.payload, self.trailer, out);
-    }
-
-    pub fn header_len(&self) -> usize {
-        self.header.format.header_len()
-    }
-}
-
-/// Recomputes the stored CRC24 of `header` after a field changed.
-pub fn reseal(header: &mut FrameHeader) {
-    let n = header.format.header_len() - 3;
-    header.crc24 = crc24(&header.word().to_le_bytes()[..n]);
-}
-
-/// The frame layout of the server's responses.
-#[derive(Clone, Debug)]
-pub struct Layout {
-    pub settings: FrameSettings,
-    pub capacity: usize,
-    pub split_at: usize,
-    pub first_piece: Option<usize>,
-    pub pack: bool,
-    pub lz4_store: bool,
-    pub reserved_bits: u8,
-}
-
-impl Layout {
-    pub fn new(settings: FrameSettings, script: &ServerScript) -> Layout {
-        let capacity = script.capacity.clamp(1, MAX_PAYLOAD);
-        Layout {
-            settings,
-            capacity,
-            split_at: script.split_at.unwrap_or(capacity).max(1),
-            first_piece: script.first_piece,
-            pack: script.pack,
-            lz4_store: script.lz4_store,
-            reserved_bits: script.reserved_bits,
-        }
-    }
-
-    /// A frame carrying `content`, as the layout says (compressed unless stored or not shorter).
-    pub fn frame(&self, content: &[u8], self_contained: bool) -> OutFrame {
-        let mut scratch = Vec::new();
-        let (mut header, payload) = frame_parts(
-            self.settings,
-            content,
-            self_contained,
-            !self.lz4_store,
-            &mut scratch,
-        );
-        let payload = payload.to_vec();
-        if self.reserved_bits != 0 {
-            header.reserved = self.reserved_bits;
-            reseal(&mut header);
-        }
-        let trailer = self.settings.checksum.compute(&payload);
-        OutFrame {
-            header,
-            payload,
-            trailer,
-            content: content.to_vec(),
-        }
-    }
-
-    /// Frames for `envelopes`: packed (or one per envelope) into self-contained frames up to the
-    /// capacity; an envelope of `split_at` bytes or more becomes a sequence.
-    pub fn frames(&self, envelopes: &[Vec<u8>]) -> Vec<OutFrame> {
-        let mut out = Vec::new();
-        let mut batch: Vec<u8> = Vec::new();
-        for env in envelopes {
-            if env.len() >= self.split_at {
-                if !batch.is_empty() {
-                    out.push(self.frame(&batch, true));
-                    batch.clear();
-                }
-                let first = self
-                    .first_piece
-                    .unwrap_or(self.capacity)
-                    .clamp(1, self.capacity);
-                let mut rest = &env[..];
-                let mut piece = first;
-                while !rest.is_empty() {
-                    let n = piece.min(rest.len());
-                    out.push(self.frame(&rest[..n], false));
-                    rest = &rest[n..];
-                    piece = self.capacity;
-                }
-                continue;
-            }
-            if !batch.is_empty() && (!self.pack || batch.len() + env.len() > self.capacity) {
-                out.push(self.frame(&batch, true));
-                batch.clear();
-            }
-            batch.extend_from_slice(env);
-        }
-        if !batch.is_empty() {
-            out.push(self.frame(&batch, true));
-        }
-        out
-    }
-}
+use cqlframe::format::{Format, MAX_PAYLOAD};
 
 /// The bytes of a faulty response, and what happened.
 pub struct Faulted {
@@ -133,18 +18,6 @@ pub struct Faulted {
 
 /// Why a fault could not be applied on this connection.
 pub struct NotApplicable(pub String);
-
-fn flip(bytes: &mut [u8], bit: usize) {
-    bytes[bit / 8] ^= 1 << (bit % 8);
-}
-
-fn serialise(frames: &[OutFrame]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for f in frames {
-        f.write(&mut out);
-    }
-    out
-}
 
 /// An envelope that answers no request: a Void RESULT on stream 0x7ff0, which drivers leave
 /// unused. An overshooting sequence carries it, and so does the unpaired response before READY.
@@ -160,7 +33,7 @@ pub fn stray_envelope(version_byte: u8) -> Vec<u8> {
     )
 }
 
-/// Row values repeat with this period (`cql::row_value`: byte i is 7i + 31k + 1 mod 256).
+/// Row values repeat with this period (`database::row_value`: byte i is 7i + 31k + 1 mod 256).
 const ROW_VALUE_PERIOD: usize = 256;
 
 /// A self-contained LZ4 frame holding `block`, declared as `declared` content bytes, with a valid
@@ -236,8 +109,7 @@ pub fn apply(fault: &Fault, layout: &Layout, envelope: &[u8]) -> Result<Faulted,
         }
         FaultKind::ChecksumBit => {
             for f in &mut frames {
-                f.header.checksum_bit = !f.header.checksum_bit;
-                reseal(&mut f.header);
+                f.mismatch_checksum_bit();
             }
             ok(
                 serialise(&frames),
@@ -342,8 +214,7 @@ pub fn apply(fault: &Fault, layout: &Layout, envelope: &[u8]) -> Result<Faulted,
         }
         FaultKind::Interleave => {
             need_sequence("interleave")?;
-            let empty = layout.frame(&[], true);
-            frames.insert(1, empty);
+            after_first(&mut frames, layout.frame(&[], true));
             ok(
                 serialise(&frames),
                 "an empty self-contained frame between the first and second frames of the sequence"
@@ -352,8 +223,7 @@ pub fn apply(fault: &Fault, layout: &Layout, envelope: &[u8]) -> Result<Faulted,
         }
         FaultKind::EmptyContinuation => {
             need_sequence("empty-continuation")?;
-            let empty = layout.frame(&[], false);
-            frames.insert(1, empty);
+            after_first(&mut frames, layout.frame(&[], false));
             ok(
                 serialise(&frames),
                 "an empty non-self-contained frame inside the sequence".into(),
@@ -386,9 +256,12 @@ pub fn apply(fault: &Fault, layout: &Layout, envelope: &[u8]) -> Result<Faulted,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cql;
+    use crate::conformance::cases::ServerScript;
+    use crate::cql::{database, messages};
     use cqlframe::checksum::PayloadChecksum;
+    use cqlframe::format::FrameSettings;
     use cqlframe::frame_decoder::FrameDecoder;
+    use cqlframe::header::FrameHeader;
 
     /// The first frame of a bad-block fault applied to `response`: the rule the reference fails
     /// it with, and what a decoder that skips the check (lz4_flex) makes of its block.
@@ -414,13 +287,13 @@ mod tests {
 
     #[test]
     fn bad_blocks_fail_the_rule_their_fault_names() {
-        let rows = cql::test_table(1, 300);
+        let rows = database::test_table(1, 300);
         let response = cqlframe::envelope::envelope_bytes(
             0x85,
             0,
             1,
             cqlframe::envelope::Opcode::Result,
-            &cql::rows_result(&rows),
+            &messages::rows_result(&rows),
         );
         assert_eq!(first_frame(FaultKind::Lz4BadOffset, &response).0, "LZ4-4");
         assert_eq!(

@@ -1,0 +1,84 @@
+//! The server held to its [`Limits`]: what a hostile or broken driver cannot make it take on.
+
+use super::Server;
+use crate::conformance::cases::ServerScript;
+use crate::conformance::limits::Limits;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+fn script() -> ServerScript {
+    toml::from_str("").expect("the default script")
+}
+
+/// Reads until the server closes; how long that took.
+fn until_closed(mut s: TcpStream) -> Duration {
+    let started = Instant::now();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut buf = [0u8; 4096];
+    while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+    started.elapsed()
+}
+
+#[test]
+fn a_connection_past_the_limit_is_closed_on_accept() {
+    let limits = Limits {
+        connections: 2,
+        ..Limits::DEFAULT
+    };
+    let server = Server::start_with(script(), 0, limits).expect("server");
+    let open: Vec<TcpStream> = (0..2)
+        .map(|_| TcpStream::connect(("127.0.0.1", server.port)).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(100));
+    let third = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    assert!(until_closed(third) < Duration::from_secs(2));
+    drop(open);
+    let obs = server.stop(Duration::from_millis(100));
+    assert_eq!(obs.refused_connections, 1);
+    assert_eq!(obs.connections.len(), 2);
+}
+
+#[test]
+fn bytes_past_the_cap_close_the_connection_that_sends_them() {
+    let limits = Limits {
+        held_bytes: 1 << 20,
+        ..Limits::DEFAULT
+    };
+    let server = Server::start_with(script(), 0, limits).expect("server");
+    let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    // An unframed v4 QUERY announcing a 10 MB body (under the server's envelope limit),
+    // then its body a chunk at a time: the server would hold it all.
+    let mut header = vec![4, 0, 0, 1, 7];
+    header.extend_from_slice(&10_000_000u32.to_be_bytes());
+    s.write_all(&header).unwrap();
+    let chunk = vec![0x5a; 64 << 10];
+    // Far more than the kernel's socket buffers take in (tcp_rmem allows 32 MiB here).
+    let mut sent = 0usize;
+    while sent < 256 << 20 && s.write_all(&chunk).is_ok() {
+        sent += chunk.len();
+    }
+    assert!(sent < 128 << 20, "the server kept reading past its cap");
+    let obs = server.stop(Duration::from_millis(100));
+    let c = &obs.connections[0];
+    assert_eq!(c.closed_by.as_deref(), Some("server (memory cap)"), "{c:?}");
+    let held: usize = c.turns.iter().map(|(_, b)| b.len()).sum();
+    assert!(held <= 1 << 20, "{held} bytes held");
+}
+
+#[test]
+fn an_idle_connection_is_closed() {
+    let limits = Limits {
+        idle: Duration::from_millis(300),
+        ..Limits::DEFAULT
+    };
+    let server = Server::start_with(script(), 0, limits).expect("server");
+    let s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    let waited = until_closed(s);
+    assert!(waited >= Duration::from_millis(250) && waited < Duration::from_secs(3));
+    let obs = server.stop(Duration::ZERO);
+    assert_eq!(
+        obs.connections[0].closed_by.as_deref(),
+        Some("server (idle)")
+    );
+}
