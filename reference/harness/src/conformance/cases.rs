@@ -406,7 +406,8 @@ pub fn load(path: &Path) -> Result<Catalogue, String> {
     parse(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// The cases as `list` prints them: under the title of their spec section, one line each.
+/// The cases as `list` prints them: under the title of their spec section, one line each (id,
+/// level, the quick subset, the adapter's action, rules, title; `list --json` has every field).
 pub fn listing<'a>(cases: impl IntoIterator<Item = &'a Case>) -> String {
     let mut out = String::new();
     let mut section = None;
@@ -416,9 +417,11 @@ pub fn listing<'a>(cases: impl IntoIterator<Item = &'a Case>) -> String {
             out += &format!("{}\n", c.section.title());
         }
         out += &format!(
-            "  {:34} {:6} {:24} {}\n",
+            "  {:34} {:6} {:5} {:17} {:24} {}\n",
             c.id,
             c.level.name(),
+            if c.quick { "quick" } else { "" },
+            c.client.action,
             c.rules.join(","),
             c.title
         );

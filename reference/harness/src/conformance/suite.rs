@@ -260,6 +260,9 @@ fn rerun_command(options: &Options, driver: &Driver, case: &str) -> String {
     if let Some(t) = options.request_timeout {
         words.extend(["--request-timeout".into(), t.to_string()]);
     }
+    // Beside this run's reports, not over them.
+    let again = options.report_dir.join("again");
+    words.extend(["--report-dir".into(), again.display().to_string()]);
     words
         .iter()
         .map(|w| shell_word(w))
@@ -277,5 +280,46 @@ fn shell_word(word: &str) -> String {
         word.to_string()
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The command names everything that selected the case, and reports beside this run's.
+    #[test]
+    fn a_rerun_command_selects_the_case_and_keeps_this_runs_reports() {
+        let options = Options {
+            catalogue: Some(PathBuf::from("kit/conformance/cases.toml")),
+            drivers_dir: None,
+            drivers: vec![],
+            adapters: vec![],
+            cases: vec![],
+            exclude: vec![],
+            quick: true,
+            strict: false,
+            expectations: None,
+            report_dir: PathBuf::from("reports/new"),
+            run_timeout: 60,
+            request_timeout: None,
+            setup_timeout: 900,
+            exe: "cqlframe".into(),
+        };
+        let driver = super::super::adapter::external(&format!(
+            "me={}",
+            std::env::current_exe().unwrap().display()
+        ))
+        .unwrap();
+        let command = rerun_command(&options, &driver, "recv.chop-7");
+        for word in [
+            "cqlframe conformance --adapter me=",
+            "--cases recv.chop-7",
+            "--catalogue kit/conformance/cases.toml",
+            "--run-timeout 60",
+            "--report-dir reports/new/again",
+        ] {
+            assert!(command.contains(word), "{command} lacks {word}");
+        }
     }
 }
