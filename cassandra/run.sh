@@ -11,14 +11,15 @@
 # 3. runs `cqlframe probe` against it: every case passes or is a known deviation listed in
 #    cassandra/deviations.toml and, without the extension, cassandra/deviations-lz4-decoder.toml
 #    (report in the output folder's probe/);
-# 4. captures the loopback traffic (dumpcap) of a Python-driver workload with and without LZ4
-#    (cassandra/workload.py) and runs `cqlframe check` on it: no violation allowed, every
-#    connection CRC32 (the driver does not opt in); then tshark with wireshark/cqlframe.lua on
-#    the same capture: no Lua error;
+# 4. captures the loopback traffic (dumpcap) of a Python-driver workload and gocql's connection
+#    (its conformance adapter), each with and without LZ4 (cassandra/workload.py) and runs
+#    `cqlframe check` on it: no violation allowed, every connection CRC32 (the drivers do not opt
+#    in); then tshark with wireshark/cqlframe.lua on the same capture: no Lua error, and the same
+#    rules and notes as check, connection by connection (wireshark/tests/check_judge.py);
 # 5. interoperability (cassandra/interop.py): the Python and Java drivers, released and with the
 #    kit's CRC32C opt-in, captured; `cqlframe check` and the dissector must show, per session,
 #    the row of the spec's negotiation table that this node and that driver make (CRC32 unless
-#    both have the extension, then CRC32C);
+#    both have the extension, then CRC32C), and the dissector the same rules as check;
 # 6. stops the node. Nothing is left running, whatever happens (trap on exit).
 # Prints the time of each step. Exit status non-zero if any step fails.
 set -euo pipefail
@@ -95,10 +96,16 @@ print(f"extension: {len(cases)} negotiation and CRC32C cases PASS")
 PY
 fi
 
-step "capture the Python driver workload on lo (dumpcap), with and without LZ4"
+step "capture the Python driver workload and gocql's connection on lo (dumpcap), with and without LZ4"
 capture_start "$out/workload.pcapng" "$port"
 "$python" cassandra/workload.py "$port" none
 "$python" cassandra/workload.py "$port" lz4
+# gocql through its conformance adapter: connect and read system.local (a third driver's framing).
+for compression in none lz4; do
+    conformance/drivers/gocql/run --host 127.0.0.1 --port "$port" --case live.gocql \
+        --action connect --compression "$compression" --checksum default --protocol default \
+        --timeout 10 >"$out/gocql-$compression.json"
+done
 capture_stop
 ls -l "$out/workload.pcapng"
 
@@ -131,6 +138,8 @@ if [ -f wireshark/cqlframe.lua ]; then
         exit 1
     fi
     echo "tshark: $(wc -l <"$out/tshark.txt") packets with CQL frames or envelopes, no Lua error"
+    step "the dissector names the same rules and notes as cqlframe check on the workload capture"
+    CQLFRAME_BIN="$bin" python3 wireshark/tests/check_judge.py --port "$port" "$out/workload.pcapng"
 fi
 
 step "interoperability: the Python and Java drivers, released and opted in to CRC32C, captured"
@@ -140,6 +149,8 @@ capture_stop
 
 step "interoperability: each session negotiated what the spec's table says (cqlframe check, the Lua dissector)"
 CQLFRAME_BIN="$bin" python3 cassandra/interop.py judge "$port" "$out/interop.pcapng" "$out/interop-runs.json"
+step "the dissector names the same rules and notes as cqlframe check on the interoperability capture"
+CQLFRAME_BIN="$bin" python3 wireshark/tests/check_judge.py --port "$port" "$out/interop.pcapng"
 
 step "stop the node"
 node_stop
