@@ -115,11 +115,12 @@ impl Probe {
         let start = Instant::now();
         let mut buf = vec![0u8; 64 * 1024];
         loop {
-            if self.raw.len() >= 9 {
-                let h = EnvelopeHeader::parse(self.raw[..9].try_into().expect("9 bytes"));
-                let total = 9 + h.length.max(0) as usize;
+            // In the layout its version byte names: the refusal of a retired version has the
+            // 8-byte header of v1 and v2 (LIFE-14).
+            if let Some((h, len)) = EnvelopeHeader::read(&self.raw) {
+                let total = len + h.length.max(0) as usize;
                 if self.raw.len() >= total {
-                    let body = self.raw[9..total].to_vec();
+                    let body = self.raw[len..total].to_vec();
                     self.raw.drain(..total);
                     self.note(Dir::S2c, describe(&h, &body, false));
                     return Ok((h, body));

@@ -223,3 +223,119 @@ fn a_server_taking_a_startup_it_must_refuse_fails_the_rule_once() {
         assert!(checks[0].message.contains("READY"), "{checks:?}");
     }
 }
+
+/// A server that answers every connection's first request, read in the layout its version byte
+/// names, with `answer(version byte, stream)`, then closes.
+fn refusing_server(answer: fn(u8, i16) -> Vec<u8>) -> u16 {
+    use cqlframe::envelope::{header_len, EnvelopeHeader};
+    use std::io::{Read, Write};
+    fn serve(mut s: std::net::TcpStream, answer: fn(u8, i16) -> Vec<u8>) -> std::io::Result<()> {
+        let mut h = vec![0u8; 1];
+        s.read_exact(&mut h)?;
+        h.resize(header_len(h[0]), 0);
+        s.read_exact(&mut h[1..])?;
+        let (h, _) = EnvelopeHeader::read(&h).expect("whole header");
+        s.read_exact(&mut vec![0u8; h.length.max(0) as usize])?;
+        s.write_all(&answer(h.version, h.stream))
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for s in listener.incoming().flatten() {
+            std::thread::spawn(move || serve(s, answer));
+        }
+    });
+    port
+}
+
+/// The checks of rule `rule` in the retired-version cases against the server on `port`.
+fn retired_checks(port: u16, rule: &str) -> Vec<(String, Outcome, crate::verdict::Check)> {
+    let selected = ["probe.retired-version-v1", "probe.retired-version-v2"].map(String::from);
+    let wait = Duration::from_millis(300);
+    let target = format!("127.0.0.1:{port}");
+    let (_, results, _) = probe(&target, &selected, wait, wait, |_, _, _| {});
+    let retired: Vec<_> = results
+        .into_iter()
+        .filter(|r| selected.contains(&r.case))
+        .collect();
+    assert_eq!(retired.len(), 2);
+    retired
+        .into_iter()
+        .flat_map(|r| {
+            let (case, outcome) = (r.case, r.outcome);
+            r.checks
+                .into_iter()
+                .filter(|c| c.rule == rule)
+                .map(move |c| (case.clone(), outcome, c))
+        })
+        .collect()
+}
+
+// LIFE-14: the reference server refuses v1 and v2 in their own version and 8-byte layout.
+#[test]
+fn the_reference_server_refuses_retired_versions_in_their_layout() {
+    let server = Server::start(ServerScript::default(), 0).expect("server");
+    let checks = retired_checks(server.port, "LIFE-14");
+    server.stop(Duration::from_millis(10));
+    for (version, case) in [
+        (1, "probe.retired-version-v1"),
+        (2, "probe.retired-version-v2"),
+    ] {
+        let refusal = checks
+            .iter()
+            .find(|(c, _, check)| c == case && check.message.contains("8-byte layout"))
+            .unwrap_or_else(|| panic!("{case}: {checks:#?}"));
+        assert_eq!(refusal.1, Outcome::Pass, "{refusal:?}");
+        assert!(
+            refusal
+                .2
+                .message
+                .contains(&format!("`{:02x} 00 ", 0x80 | version)),
+            "{refusal:?}"
+        );
+    }
+}
+
+// LIFE-14: a refusal in the 9-byte layout, or in a version the server supports, fails the rule.
+#[test]
+fn a_retired_version_refused_in_another_layout_or_version_fails() {
+    use crate::verdict::Status;
+    use cqlframe::body;
+    use cqlframe::envelope::{EnvelopeHeader, Opcode};
+    let nine_bytes: fn(u8, i16) -> Vec<u8> = |version, stream| {
+        let e = body::error(
+            body::PROTOCOL_ERROR,
+            "Invalid or unsupported protocol version",
+        );
+        let header = EnvelopeHeader {
+            version: version | 0x80,
+            flags: 0,
+            stream,
+            opcode: Opcode::Error as u8,
+            length: e.len() as i32,
+        };
+        [&header.to_bytes()[..], &e].concat()
+    };
+    let current: fn(u8, i16) -> Vec<u8> = |_, stream| {
+        let e = body::error(
+            body::PROTOCOL_ERROR,
+            "Invalid or unsupported protocol version",
+        );
+        cqlframe::envelope::envelope_bytes(0x85, 0, stream, Opcode::Error, &e)
+    };
+    for (answer, says) in [
+        (nine_bytes, "not an ERROR whose code and message fill it"),
+        (current, "answered in version 0x85"),
+    ] {
+        let checks = retired_checks(refusing_server(answer), "LIFE-14");
+        for case in ["probe.retired-version-v1", "probe.retired-version-v2"] {
+            let failed: Vec<_> = checks
+                .iter()
+                .filter(|(c, _, check)| c == case && check.status == Status::Fail)
+                .collect();
+            assert_eq!(failed.len(), 1, "{case}: {checks:#?}");
+            assert_eq!(failed[0].1, Outcome::Fail);
+            assert!(failed[0].2.message.contains(says), "{failed:?}");
+        }
+    }
+}

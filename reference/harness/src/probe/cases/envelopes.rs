@@ -1,13 +1,11 @@
 //! Envelopes: the v6-beta version and its USE_BETA flag, a negative body length.
 
 use super::injection::fault;
-use super::steps::{connect, ready, Ctx, Evidence, CQL, MUST};
-use crate::probe::client::{decode_as, query_body};
+use super::steps::{connect, no_switch, ready, Ctx, Evidence, CQL, MUST};
+use crate::probe::client::query_body;
 use crate::wire_log::Dir;
 use cqlframe::body;
-use cqlframe::envelope::{envelope_bytes, opcode_name, Opcode, FLAG_USE_BETA};
-use cqlframe::format::FrameSettings;
-use std::time::Duration;
+use cqlframe::envelope::{envelope_bytes, Opcode, FLAG_USE_BETA};
 
 cases!(v6_beta, v6_beta_without_flag, fault_negative_length);
 
@@ -67,48 +65,7 @@ fn v6_beta_without_flag(ctx: &mut Ctx, v: &mut Evidence) {
         Ok((h, _)) => v.wrong_answer("ENV-5", "a v6 STARTUP without USE_BETA", h.opcode),
         Err(e) => v.fail("ENV-5", MUST, format!("v6 STARTUP without USE_BETA: {e}")),
     }
-    // No switch follows: the connection is unframed (or closed).
-    let options = envelope_bytes(5, 0, 2, Opcode::Options, &[]);
-    p.note(Dir::C2s, "unframed OPTIONS stream 2 version 0x05");
-    let _ = p.write(&options, 0);
-    let after = p.aftermath(Duration::from_millis(1500));
-    let unframed = after.bytes.len() >= 9
-        && (0x83..=0x86).contains(&after.bytes[0])
-        && after.bytes[4] <= Opcode::AuthSuccess as u8;
-    if unframed {
-        let op = opcode_name(after.bytes[4]);
-        let detail = body::read_error(&after.bytes[9..])
-            .ok()
-            .filter(|_| after.bytes[4] == Opcode::Error as u8)
-            .map(|(c, m)| format!(" {c:#06x} {m}"))
-            .unwrap_or_default();
-        v.pass(
-            "LIFE-11",
-            MUST,
-            format!(
-                "the connection stayed unframed: OPTIONS answered with an unframed {op} (version byte {:#04x}){detail}",
-                after.bytes[0]
-            ),
-        );
-    } else if after.bytes.is_empty() && after.closed {
-        v.pass(
-            "LIFE-11",
-            MUST,
-            "the server closed the connection after the refusal",
-        );
-    } else if decode_as(&after.bytes, FrameSettings::default()).is_ok() {
-        v.fail(
-            "LIFE-11",
-            MUST,
-            "the server switched to framing after refusing the STARTUP",
-        );
-    } else {
-        v.fail(
-            "LIFE-11",
-            MUST,
-            format!("{} unexpected bytes after the refusal", after.bytes.len()),
-        );
-    }
+    no_switch(&mut p, v, "LIFE-11");
     v.keep(p);
 }
 

@@ -1,17 +1,26 @@
-//! Connection lifecycle: OPTIONS and STARTUP, framing after a STARTUP refused, an unframed
-//! envelope after the switch.
+//! Connection lifecycle: OPTIONS and STARTUP, a STARTUP in a retired version, framing after a
+//! STARTUP refused, an unframed envelope after the switch.
 
 use super::injection::fault;
-use super::steps::{connect, needs_lz4, ready, supported_ok, Ctx, Evidence, CQL, LZ4, MUST};
+use super::steps::{
+    connect, needs_lz4, no_switch, ready, supported_ok, Ctx, Evidence, CQL, LZ4, MUST,
+};
 use crate::probe::client::{decode_as, query_body};
 use crate::wire_log::Dir;
 use cqlframe::body;
 use cqlframe::checksum::PayloadChecksum;
-use cqlframe::envelope::{opcode_name, Opcode};
+use cqlframe::envelope::{envelope_bytes, opcode_name, EnvelopeHeader, Opcode, RESPONSE_BIT};
 use cqlframe::format::{Format, FrameSettings};
 use std::time::Duration;
 
-cases!(options, startup, startup_error_framing, fault_unframed);
+cases!(
+    options,
+    startup,
+    retired_version_v1,
+    retired_version_v2,
+    startup_error_framing,
+    fault_unframed
+);
 
 fn options(ctx: &mut Ctx, v: &mut Evidence) {
     let Some(mut p) = connect(ctx, v, 5, "LIFE-1") else {
@@ -94,6 +103,103 @@ fn release_version(b: &[u8]) -> Option<String> {
             t.matches('.').count() >= 2 && t.chars().next().is_some_and(|c| c.is_ascii_digit())
         })
         .map(str::to_string)
+}
+
+fn retired_version_v1(ctx: &mut Ctx, v: &mut Evidence) {
+    retired_version(ctx, v, 1)
+}
+
+fn retired_version_v2(ctx: &mut Ctx, v: &mut Evidence) {
+    retired_version(ctx, v, 2)
+}
+
+/// The stream of the retired STARTUP: not 0, so that the report shows whether the refusal came
+/// on the STARTUP's stream or on stream 0 (either may, LIFE-13).
+const RETIRED_STREAM: i16 = 1;
+
+/// A STARTUP in the retired `version` (1 or 2), its header in their 8-byte layout: a version
+/// probe, refused unframed in the same version and layout, on any stream, and not processed.
+fn retired_version(ctx: &mut Ctx, v: &mut Evidence, version: u8) {
+    let Some(mut p) = connect(ctx, v, 5, "LIFE-14") else {
+        return;
+    };
+    let startup = envelope_bytes(
+        version,
+        0,
+        RETIRED_STREAM,
+        Opcode::Startup,
+        &body::string_map(&[CQL]),
+    );
+    p.note(
+        Dir::C2s,
+        format!(
+            "unframed STARTUP stream {RETIRED_STREAM} version {version:#04x}, 8-byte header {}",
+            hex(&startup[..8])
+        ),
+    );
+    let _ = p.write(&startup, 0);
+    match p.raw_envelope() {
+        Ok((h, b)) => refusal(v, version, &h, &b),
+        Err(e) => v.fail("LIFE-14", MUST, format!("v{version} STARTUP: {e}")),
+    }
+    no_switch(&mut p, v, "LIFE-14");
+    v.keep(p);
+}
+
+/// Judges the answer to the retired STARTUP: an ERROR (PROTOCOL_ERROR) in its version, read in
+/// the 8-byte layout that version names. Its stream is the judge's to check (LIFE-13, any stream).
+fn refusal(v: &mut Evidence, version: u8, h: &EnvelopeHeader, b: &[u8]) {
+    let mut wire = Vec::new();
+    h.write_unframed(&mut wire);
+    let header = format!("header `{}`", hex(&wire));
+    if h.version != version | RESPONSE_BIT {
+        return v.fail(
+            "LIFE-14",
+            MUST,
+            format!(
+                "answered in version {:#04x}, not the request's {:#04x}: {} stream {}, {header}",
+                h.version,
+                version | RESPONSE_BIT,
+                opcode_name(h.opcode),
+                h.stream
+            ),
+        );
+    }
+    // An ERROR whose code and message fill the body: a 9-byte header read as 8 bytes leaves an
+    // opcode and a length that do not fit, as does an answer to a request processed.
+    let error = body::read_error(b)
+        .ok()
+        .filter(|(_, m)| h.opcode == Opcode::Error as u8 && b.len() == 6 + m.len());
+    match error {
+        Some((code, message)) => v.check(
+            "LIFE-14",
+            MUST,
+            code == 0x000A,
+            format!(
+                "unframed ERROR {code:#06x}{} in the 8-byte layout, {header} (stream {}; STARTUP's {RETIRED_STREAM}): {message}",
+                if code == 0x000A { "" } else { ", not PROTOCOL_ERROR (0x000a)," },
+                h.stream
+            ),
+        ),
+        None => v.fail(
+            "LIFE-14",
+            MUST,
+            format!(
+                "the answer read in the 8-byte layout of v{version}, {header}, is {} with a body of {} bytes, not an ERROR whose code and message fill it: the request was processed, or the answer is in another layout",
+                opcode_name(h.opcode),
+                b.len()
+            ),
+        ),
+    }
+}
+
+/// Bytes as spaced hex, as the spec shows them.
+fn hex(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn startup_error_framing(ctx: &mut Ctx, v: &mut Evidence) {

@@ -1,10 +1,12 @@
 //! What the probe's cases share: what they know of the server ([`Ctx`]), what they found
 //! ([`Evidence`]), and the steps most of them take (connect, handshake, wait for an answer).
 
-use crate::probe::client::Probe;
+use crate::probe::client::{decode_as, Probe};
 use crate::verdict::{Check, Level, Status};
+use crate::wire_log::Dir;
 use cqlframe::body;
-use cqlframe::envelope::{opcode_name, Opcode};
+use cqlframe::envelope::{envelope_bytes, opcode_name, Opcode};
+use cqlframe::format::FrameSettings;
 use std::time::Duration;
 
 /// What every case knows about the server.
@@ -223,6 +225,52 @@ pub(super) fn supported_ok(p: &mut Probe, v: &mut Evidence, stream: i16, rule: &
         }
         Ok((h, _, _)) => v.wrong_answer(rule, &format!("{what}:"), h.opcode),
         Err(e) => v.fail(rule, MUST, format!("{what}: {e}")),
+    }
+}
+
+/// After a refused STARTUP, an unframed v5 OPTIONS: no switch followed (`rule` passes) if it is
+/// answered unframed or the server closes; an answer in frames, or bytes of neither kind, fail.
+pub(super) fn no_switch(p: &mut Probe, v: &mut Evidence, rule: &str) {
+    let options = envelope_bytes(5, 0, 2, Opcode::Options, &[]);
+    p.note(Dir::C2s, "unframed OPTIONS stream 2 version 0x05");
+    let _ = p.write(&options, 0);
+    let after = p.aftermath(Duration::from_millis(1500));
+    let unframed = after.bytes.len() >= 9
+        && (0x83..=0x86).contains(&after.bytes[0])
+        && after.bytes[4] <= Opcode::AuthSuccess as u8;
+    if unframed {
+        let op = opcode_name(after.bytes[4]);
+        let detail = body::read_error(&after.bytes[9..])
+            .ok()
+            .filter(|_| after.bytes[4] == Opcode::Error as u8)
+            .map(|(c, m)| format!(" {c:#06x} {m}"))
+            .unwrap_or_default();
+        v.pass(
+            rule,
+            MUST,
+            format!(
+                "the connection stayed unframed: OPTIONS answered with an unframed {op} (version byte {:#04x}){detail}",
+                after.bytes[0]
+            ),
+        );
+    } else if after.bytes.is_empty() && after.closed {
+        v.pass(
+            rule,
+            MUST,
+            "the server closed the connection after the refusal",
+        );
+    } else if decode_as(&after.bytes, FrameSettings::default()).is_ok() {
+        v.fail(
+            rule,
+            MUST,
+            "the server switched to framing after refusing the STARTUP",
+        );
+    } else {
+        v.fail(
+            rule,
+            MUST,
+            format!("{} unexpected bytes after the refusal", after.bytes.len()),
+        );
     }
 }
 
