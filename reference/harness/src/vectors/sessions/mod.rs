@@ -160,14 +160,14 @@ pub fn cases() -> Vec<Case> {
         ),
         case(
             "v1-refused",
-            "A version probe in the retired v1, whose envelope header has 8 bytes (a one-byte stream): the server refuses the STARTUP with an ERROR in v1, in the same 8-byte layout, on stream 0, as Apache Cassandra 5.0.9 answers (81 00 00 00 00 00 00 67); no rule is broken and no switch follows.",
+            "A version probe in the retired v1, whose envelope header has 8 bytes (a one-byte stream): the server refuses the STARTUP (on stream 0) with an ERROR in v1, in the same 8-byte layout, on the request's stream, as Apache Cassandra 5.0.9 answers (81 00 00 00 00 00 00 67); no rule is broken and no switch follows.",
             &["LIFE-14", "LIFE-13", "LIFE-9"],
             None,
             version_refused(1, 0, 0x81, CURRENT_VERSIONS),
         ),
         case(
             "v2-refused",
-            "A version probe in the retired v2 on stream 3 (8-byte header): the server refuses it with an ERROR in v2, 8-byte header, on stream 0, which answers the probe whatever its stream; no rule is broken and no switch follows.",
+            "A version probe in the retired v2 on stream 3 (8-byte header): the server refuses it with an ERROR in v2, 8-byte header, on stream 0, which answers the probe whatever its stream (Apache Cassandra 5.0.9 answers on the request's stream, 82 00 03 ...; either is allowed); no rule is broken and no switch follows.",
             &["LIFE-14", "LIFE-13", "LIFE-9"],
             None,
             version_refused(2, 3, 0x82, CURRENT_VERSIONS),
