@@ -213,27 +213,28 @@ fn reasons(results: &[CaseResult], strict: bool, gate: Option<&Gate>) -> Vec<Str
     } else {
         0
     };
-    let mut reasons = Vec::new();
-    if reference_failed > 0 {
-        reasons.push(format!(
-            "the reference adapter FAILed {reference_failed} cases"
-        ));
-    }
-    if broken > 0 {
-        reasons.push(format!(
-            "{broken} cases are ADAPTER-BROKEN: an adapter breaks the contract (conformance/README.md, Writing an adapter); their lines above say how"
-        ));
-    }
-    if unexercised > 0 {
-        reasons.push(format!(
-            "{unexercised} cases are NOT-EXERCISED: the driver's reads could not be made to end where the case needs them; run them again"
-        ));
-    }
-    if strict_failed > 0 {
-        reasons.push(format!(
-            "--strict: {strict_failed} FAIL or NON-STRICT outcomes"
-        ));
-    }
+    let mut reasons: Vec<String> = [
+        (
+            reference_failed,
+            format!("the reference adapter FAILed {reference_failed} cases"),
+        ),
+        (
+            broken,
+            format!("{broken} cases are ADAPTER-BROKEN: an adapter breaks the contract (conformance/README.md, Writing an adapter); their lines above say how"),
+        ),
+        (
+            unexercised,
+            format!("{unexercised} cases are NOT-EXERCISED: the driver's reads could not be made to end where the case needs them; run them again"),
+        ),
+        (
+            strict_failed,
+            format!("--strict: {strict_failed} FAIL or NON-STRICT outcomes"),
+        ),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(_, why)| why)
+    .collect();
     if let Some(gate) = gate.filter(|g| !g.passed()) {
         reasons.push(format!(
             "{} outcomes are worse than the expectations file allows",
