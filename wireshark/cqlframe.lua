@@ -135,6 +135,8 @@ local EXPERTS = {
     after_error = { "Decoded after a framing error", G.SEQUENCE, S.CHAT },
     unsynchronised = { "Not synchronised with the frame stream", G.UNDECODED, S.NOTE },
     no_frame = { "No frame to decode from: not checked", G.UNDECODED, S.WARN },
+    -- what the handshake left undecided (JUDGE-11): said as such, never as a rule broken
+    unjudged = { "Not judged: the handshake left it undecided", G.UNDECODED, S.WARN },
     capture_gap = { "Bytes missing from the capture", G.UNDECODED, S.WARN },
     capture_held = { "Bytes held behind a hole in the capture", G.UNDECODED, S.NOTE },
     joined = { "Capture joined the connection midway", G.UNDECODED, S.WARN },
@@ -473,7 +475,7 @@ local function ingest(tvb, pinfo, stream, payload)
         held[n] = { dir = d, offset = c.tcp[d].offset }
     end
     c.current = nil
-    if capture.ended(c) then capture.close(c) end
+    if capture.ended(c) then capture.close(c, n) end
 end
 
 -- The end of the first pass: connections still open give up their holes, in order.
@@ -514,7 +516,7 @@ local function show(tvb, pinfo, tree, payload)
     local shown = DIRECTIONS[first.dir]
     local last = nil
     for _, item in ipairs(list or {}) do if item.unit then last = item end end
-    local state = last and last.state or "capture gap"
+    local state = last and last.state or first.state or "capture gap"
     root:add(pf.direction, shown.text):set_generated()
     root:add(pf.mode, state):set_generated()
     root:append_text(string.format(", %s, %s", shown.arrow, state))

@@ -268,9 +268,10 @@ function M.start_paired(c)
     for i = 1, 2 do c.conv.dirs[c.keys[i]].at_start = true end
 end
 
-local function note(c, d, packet, key, text)
+-- `state`: the stream state a packet with nothing but this note shows (default: a gap).
+local function note(c, d, packet, key, text, state)
     c.notes[#c.notes + 1] = text
-    c.out(packet, { note = key, text = text, dir = d })
+    c.out(packet, { note = key, text = text, dir = d, state = state })
 end
 
 local function start_joined(c, packet)
@@ -338,6 +339,8 @@ local function judge(c, d, packet, bytes)
         c.out(packet, { unit = rec, bytes = sub(buf, pos, pos + size - 1), offset = offset, dir = d,
                         state = dir.mode == "framed" and ("framed " .. dir.format .. "/" .. dir.checksum) or dir.mode,
                         role = dir.role })
+        -- what the handshake leaves undecided, said where the judge decides it cannot judge
+        if rec.unjudged then note(c, d, packet, "unjudged", rec.unjudged) end
         pos = pos + size
     end
     c.pieces[d] = { sub(buf, pos) }
@@ -486,8 +489,10 @@ function M.ended(c)
     return c.tcp[1].ended and c.tcp[2].ended
 end
 
---- The end of the connection or of the capture: what waits behind a hole, after a gap.
-function M.close(c)
+--- The end of the connection or of the capture: what waits behind a hole, after a gap. The
+--- notes of the end go to `packet`, the one that ended the connection (so that a one-pass read
+--- shows them), or at the end of the capture to the last packet of their direction.
+function M.close(c, packet)
     if c.closed then return end
     c.closed = true
     for d = 1, 2 do
@@ -500,9 +505,12 @@ function M.close(c)
         local s = c.syncs[d]
         local searched = s and (s.base + s.have - s.from) or 0
         if searched > 0 then
-            note(c, d, c.last[d] or 0, "no_frame", string.format("%s: no self-contained frame whose checksums verify in the %d bytes from byte %d: not checked", M.DIRECTIONS[d], searched, s.from))
+            note(c, d, packet or c.last[d] or 0, "no_frame", string.format("%s: no self-contained frame whose checksums verify in the %d bytes from byte %d: not checked", M.DIRECTIONS[d], searched, s.from), "end")
         end
     end
+    -- and so is a STARTUP that could switch the connection and was never answered (JUDGE-11)
+    local unanswered = framing.unanswered_startup(c.conv)
+    if unanswered then note(c, 1, packet or c.last[1] or 0, "unjudged", unanswered, "end") end
 end
 
 return M

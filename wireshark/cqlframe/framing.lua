@@ -496,6 +496,27 @@ local function ends_startup_wait(st, dir, env)
     return env.stream == st.stream and (env.opcode == 0x00 or env.opcode == 0x02 or env.opcode == 0x03)
 end
 
+-- What the STARTUP `st` leaves undecided for want of what the node accepts (JUDGE-11): `rule`
+-- (NEG-4 at the STARTUP, NEG-6 at its answer) cannot be judged when it asks a FRAME_CHECKSUM
+-- other than crc32 and no SUPPORTED said what the node lists. In the words of check's notes
+-- (Unjudged in reference/harness/src/rules/unjudged.rs); nil when there is nothing to say.
+local function unjudged_checksum(conv, st, rule, offset)
+    local fc = st.options.FRAME_CHECKSUM
+    if st.malformed or conv.supported ~= nil or fc == nil or fc:lower() == "crc32" then return nil end
+    if rule == "NEG-4" then
+        return string.format("NEG-4 not judged: the STARTUP at byte %d of client-to-server asks FRAME_CHECKSUM=%s, and no SUPPORTED of the node came before it (JUDGE-11)", offset, fc)
+    end
+    return string.format("%s not judged: the server took or refused FRAME_CHECKSUM=%s with the answer at byte %d of server-to-client, and what the node accepts is unknown (JUDGE-11)", rule, fc, offset)
+end
+
+--- The note for a STARTUP that could switch the connection (v5 or later) and was never
+--- answered: how the handshake would end is unknown (JUDGE-11). nil when there is none.
+function M.unanswered_startup(conv)
+    local st = conv.asked
+    if not st or st.protocol < 5 then return nil end
+    return string.format("the STARTUP at byte %d of client-to-server was never answered: how the handshake would end is unknown (JUDGE-11)", st.offset)
+end
+
 -- NEG-2, NEG-6, NEG-9: the server's response to the client's first STARTUP (conv.asked; in its
 -- version, on its stream) takes a STARTUP it must refuse with ERROR (PROTOCOL_ERROR), or refuses
 -- it with another error code. Judged with what SUPPORTED said of the node; with no SUPPORTED,
@@ -505,7 +526,9 @@ local function judge_response(conv, dir, env, rec, code)
     local st = conv.asked
     if not st or not ends_startup_wait(st, dir, env) then return end
     conv.asked = false
-    if env.protocol ~= st.protocol or st.malformed or code == 0x000A then return end
+    if env.protocol ~= st.protocol then return end
+    rec.unjudged = unjudged_checksum(conv, st, "NEG-6", rec.offset)
+    if st.malformed or code == 0x000A then return end
     local checksum, rule, why = decide(st, accepted_checksums(conv, false))
     if checksum then return end
     local what = M.OPCODES[env.opcode]
@@ -523,8 +546,11 @@ local function handshake(conv, dir, env, s, pos, rec, ctx)
     if env.response then judge_response(conv, dir, env, rec, code) end
     if env.opcode == 0x01 and not env.response then
         local opts, repeated = read_map(s, body, stop, read_string)   -- [string map]
-        local st = { stream = env.stream, protocol = env.protocol, options = opts or {}, malformed = opts == nil, repeated = repeated, dir = dir.key }
-        if conv.asked == nil then conv.asked = st end
+        local st = { stream = env.stream, protocol = env.protocol, options = opts or {}, malformed = opts == nil, repeated = repeated, dir = dir.key, offset = rec.offset }
+        if conv.asked == nil then
+            conv.asked = st
+            rec.unjudged = unjudged_checksum(conv, st, "NEG-4", rec.offset)
+        end
         opts = st.options
         -- NEG-4 holds for a STARTUP of any version: a v4 server ignores the key (NEG-7), but a
         -- client that sends it unlisted does not look at SUPPORTED

@@ -9,7 +9,8 @@ tshark equals the set `cqlframe check --json` reports in its `rules` (reference/
 rules/). Direction comes from the packet's ports (source port = the CQL port: server to client);
 the level from the expert severity (error and warning: MUST, note: SHOULD); and the notes on what
 the capture cannot show (bytes missing from it, a connection joined midway, where decoding starts
-again: CAPTURE_NOTES) equal check's `notes`, word for word. Both tools run with their default
+again) and on what the handshake left undecided (JUDGE-11), CAPTURE_NOTES, equal check's `notes`,
+word for word. Both tools run with their default
 envelope body limit, so that defaults that differ show. tshark reads in two passes, so that bytes
 held behind a hole that never fills are judged at the end, as check judges them. Findings a receiver
 would never reach are not compared, nor the dissector's remarks that name no rule of the judge:
@@ -61,6 +62,8 @@ NOT_COMPARED = {
     "joined": "a connection joined midway: compared as a capture note (CAPTURE_NOTES)",
     "resynchronised": "where decoding starts after a join or a gap: compared as a capture note "
                       "(CAPTURE_NOTES)",
+    "unjudged": "what the handshake left undecided (JUDGE-11): compared as a capture note "
+                "(CAPTURE_NOTES)",
     "capture_held": "bytes held behind a hole on a one-pass read, judged at the end of a two-pass "
                     "read (this test reads in two passes)",
     "switch": "the course of the handshake (chat): no rule broken",
@@ -69,14 +72,11 @@ NOT_COMPARED = {
     "malformed_body": "an envelope body that ends early: the CQL layer above framing, which the "
                       "judge does not check",
 }
-# The dissector's notes on what the capture cannot show, compared word for word with the notes
-# of check's report (a gap, a connection joined midway, where decoding starts again).
-CAPTURE_NOTES = ("capture_gap", "joined", "resynchronised", "no_frame")
-# The judge's notes on what the handshake left undecided (JUDGE-11: a STARTUP never answered, a
-# FRAME_CHECKSUM judged against nothing known of the node), which end with this mark, and why
-# they are not compared: the dissector does not say them yet.
-JUDGE_NOTE_NOT_COMPARED = ("(JUDGE-11)", "the dissector does not report what the handshake "
-                           "left undecided yet")
+# The dissector's notes, compared word for word with the notes of check's report: what the
+# capture cannot show (a gap, a connection joined midway, where decoding starts again) and what
+# the handshake left undecided (JUDGE-11: a STARTUP never answered, a FRAME_CHECKSUM judged
+# against nothing known of the node).
+CAPTURE_NOTES = ("capture_gap", "joined", "resynchronised", "no_frame", "unjudged")
 # The judge's findings that are not compared with the dissector, and why.
 JUDGE_NOT_COMPARED = {
     "RECV-9": "a stream that ends inside a frame, a sequence or an unframed envelope: the judge "
@@ -99,7 +99,8 @@ class Conn:
     client: str
     server: str
     rules: set[Named] = field(default_factory=set)
-    # what the capture cannot show, in both tools' words (CAPTURE_NOTES)
+    # what the capture cannot show and the handshake left undecided, in both tools' words
+    # (CAPTURE_NOTES)
     notes: set[str] = field(default_factory=set)
     detail: list[str] = field(default_factory=list)
 
@@ -119,8 +120,7 @@ def judge(pcap: Path, port: int) -> list[Conn]:
             conn.detail.append(f"judge: {e['direction']} {e['rule']} x{e['count']} at offset "
                                f"{e['offset']}: {e['message']}")
         for n in c["notes"]:
-            if not n.endswith(JUDGE_NOTE_NOT_COMPARED[0]):
-                conn.notes.add(n)
+            conn.notes.add(n)
             conn.detail.append(f"judge: note: {n}")
         conns.append(conn)
     return conns

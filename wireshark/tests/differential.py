@@ -22,11 +22,12 @@ networks and capturing do:
 
 Many connections go in one capture (tcpcap.py; tshark starts slowly). Per connection the two
 tools must name the same (rule, sender rule, level) set per direction and the same notes on what
-the capture cannot show (check_judge.verdict). Prints each connection that differs with its story,
-a per-rule coverage table (connections drawn to break the rule or come near it, and in how many
-each tool found it), and "differential: N passed, M failed": one check per connection and per
-capture, and a failure for each reportable rule no draw made check find, or a rule check found
-that REPORTABLE lacks. The same --seed draws the same connections. Python 3.11 standard library;
+the capture cannot show and the handshake left undecided (check_judge.verdict). Prints each
+connection that differs with its story, a per-rule coverage table (connections drawn to break the
+rule or come near it, and in how many each tool found it), the same for each kind of JUDGE-11
+note (UNJUDGED), and "differential: N passed, M failed": one check per connection and per
+capture, and a failure for each reportable rule no draw made check find, a rule check found that
+REPORTABLE lacks, or a kind of JUDGE-11 note no draw made check give. The same --seed draws the same connections. Python 3.11 standard library;
 needs tshark and the cqlframe binary ($CQLFRAME_BIN, default target/release/cqlframe).
 """
 
@@ -511,6 +512,16 @@ def treat(c: Connection, rng: random.Random, treatment: str, port: int) -> tcpca
     return layout
 
 
+# The judge's notes on what the handshake left undecided (JUDGE-11; Unjudged in
+# reference/harness/src/rules/unjudged.rs), by how each kind begins: the draws must bring each
+# about, so that the dissector is held to each word for word.
+UNJUDGED = {
+    "STARTUP never answered": "the STARTUP at byte ",
+    "NEG-4 not judged": "NEG-4 not judged: ",
+    "NEG-6 not judged": "NEG-6 not judged: ",
+}
+
+
 def coverage(rows: dict[str, list[int]]) -> tuple[str, list[str]]:
     """The per-rule table and the rules that were never drawn."""
     lines = [f"  {'rule':<9} {'breaks':>7} {'near':>5} {'check':>6} {'dissector':>9}"]
@@ -562,6 +573,8 @@ def main() -> int:
         tcpcap.write(pcap, [d[3] for d in batch])
         captures.append((pcap, batch))
     rows: dict[str, list[int]] = {r: [0, 0, 0, 0] for r in REPORTABLE}
+    # per kind of JUDGE-11 note: connections in which check gave it, and the dissector
+    unjudged = {kind: [0, 0] for kind in UNJUDGED}
     for rule, breaks, _, _ in draws:
         if rule:
             rows[rule][0 if breaks else 1] += 1
@@ -588,6 +601,9 @@ def main() -> int:
                         if rule not in rows:
                             rows[rule] = [0, 0, 0, 0]
                         rows[rule][tool] += 1
+                for kind, start in UNJUDGED.items():
+                    for tool, conn in ((0, j), (1, d)):
+                        unjudged[kind][tool] += any(n.startswith(start) for n in conn.notes)
                 ok, what = verdict(pcap, label, j, d)
                 if ok:
                     passed += 1
@@ -599,6 +615,12 @@ def main() -> int:
     table, missing = coverage(rows)
     print("per rule: connections drawn to break it, to come within a byte of it, and in which each tool found it")
     print(table)
+    print("per JUDGE-11 note: connections in which each tool gave it")
+    for kind, (cj, dj) in unjudged.items():
+        print(f"  {kind:<23} check {cj:>4}  dissector {dj:>4}")
+        if cj == 0:
+            failed += 1
+            print(f"FAIL {kind}: no draw made check give this JUDGE-11 note")
     unknown = [r for r in rows if r not in REPORTABLE and r not in NOT_REPORTABLE]
     for r in missing:
         failed += 1
