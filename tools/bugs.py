@@ -20,10 +20,12 @@ schemas/report.schema.json.
                                         or the corpus breaks one of the checks above
     python3 tools/bugs.py --self-test   a typed edit of the page, a bug no case cites and a
                                         case citing an unknown id are each caught
-    python3 tools/bugs.py import BUG build/bugs/BUG/VERSION/report.json
+    python3 tools/bugs.py import BUG build/bugs/BUG/VERSION/report.json [VERSION]
                                         commit a reproduction run: its report, without the
                                         wire logs, as conformance/results/bugs/BUG/<the driver
                                         version its adapter reported>/report.json, then rewrite
+                                        (VERSION: for a `cqlframe probe` of a server, whose
+                                        report names no version; else it must agree)
 
 Last line of --check: bugs: N bugs, M cited by cases, R reproductions; the page matches (or
 differs); P problems.
@@ -96,12 +98,17 @@ def problems(bugs, cases, reproductions):
             if rule not in rules:
                 out.append("%s: rule %s is not in spec/framing_v6.adoc" % (name, rule))
     cited = {}
+    kinds = {b.get("id"): b.get("kind") for b in bugs}
     for case in cases:
         for bug_id in case.get("bugs", []):
             cited.setdefault(bug_id, []).append(case["id"])
             if bug_id not in ids:
                 out.append("case %s cites %s, which conformance/bugs.toml does not list"
                            % (case["id"], bug_id))
+            elif (kinds[bug_id] == "server") != case["id"].startswith("probe."):
+                out.append("case %s cites %s, a %s bug: a driver's bug is caught by a case of "
+                           "cases.toml, a server's by one of probe.toml"
+                           % (case["id"], bug_id, kinds[bug_id]))
     for name in ids:
         if name not in cited:
             out.append("%s: no case of %s cites it" % (name, " or ".join(map(str, CATALOGUES))))
@@ -122,9 +129,10 @@ def problems(bugs, cases, reproductions):
         tested = [d for d in report["drivers"] if d["name"] != "reference"]
         if len(tested) != 1:
             out.append("%s: a reproduction runs one driver, this one %d" % (path, len(tested)))
-        elif version not in driver_versions(report, tested[0]["name"]):
+        elif driver_versions(report, tested[0]["name"]) and version not in driver_versions(
+                report, tested[0]["name"]):
             out.append("%s: its folder says %s, its adapter reported %s" % (
-                path, version, ", ".join(driver_versions(report, tested[0]["name"])) or "none"))
+                path, version, ", ".join(driver_versions(report, tested[0]["name"]))))
     return out
 
 
@@ -216,26 +224,32 @@ def self_test():
     unknown = cases + [{"id": "x.case", "bugs": ["NOBODY-2"]}]
     assert any("cites NOBODY-2" in p for p in problems(bugs, unknown, reproductions)), \
         "a case citing an unknown bug is not caught"
+    wrong_side = cases + [{"id": "probe.x", "bugs": [bugs[0]["id"]]}]
+    assert any("probe.x cites" in p for p in problems(bugs, wrong_side, reproductions)) == (
+        bugs[0]["kind"] == "client"), "a driver's bug cited by a probe case is not caught"
     try:
         rewrite(text.replace("<!-- bugs:end -->", ""), render(bugs, cases, reproductions))
         raise AssertionError("a begin marker without its end is not caught")
     except SystemExit:
         pass
-    print("bugs self-test: a typed edit, an uncited bug, an unknown citation and a lone marker "
-          "are caught")
+    print("bugs self-test: a typed edit, an uncited bug, an unknown citation, a bug cited from "
+          "the wrong catalogue and a lone marker are caught")
 
 
 def main(argv):
     if argv == ["--self-test"]:
         self_test()
         return
-    if argv[:1] == ["import"] and len(argv) == 3:
+    if argv[:1] == ["import"] and len(argv) in (3, 4):
         bug_id, run = argv[1], json.loads(Path(argv[2]).read_text(encoding="utf-8"))
         tested = [d["name"] for d in run["drivers"] if d["name"] != "reference"]
         versions = driver_versions(run, tested[0]) if len(tested) == 1 else []
-        if len(versions) != 1:
-            sys.exit("%s: a reproduction is one driver at one version; this run has %s"
-                     % (argv[2], ", ".join(tested) or "no driver"))
+        given = argv[3:]
+        if given and not versions:
+            versions = given
+        if len(versions) != 1 or (given and versions != given):
+            sys.exit("%s: a reproduction is one driver at one version; this run has %s at %s"
+                     % (argv[2], ", ".join(tested) or "no driver", ", ".join(versions) or "?"))
         path = REPRODUCTIONS / bug_id / versions[0] / "report.json"
         results.commit(run, path)
         print("bugs: %s written from %s" % (path, argv[2]))
