@@ -439,6 +439,13 @@ pub fn listing<'a>(cases: impl IntoIterator<Item = &'a Case>) -> String {
     out
 }
 
+/// The cases that cite `bug` (an id of conformance/bugs.toml): those a reproduction runs.
+pub fn citing<'a>(cases: &'a [Case], bug: &'a str) -> impl Iterator<Item = &'a Case> {
+    cases
+        .iter()
+        .filter(move |c| c.bugs.iter().any(|b| b == bug))
+}
+
 /// A catalogue from its TOML text, its cases grouped by spec section (in the file's order within
 /// a section).
 pub fn parse(text: &str) -> Result<Catalogue, String> {
@@ -484,6 +491,8 @@ mod tests {
         );
         let json = serde_json::to_value(&c.cases[0]).unwrap();
         assert_eq!(json["bugs"], serde_json::json!(["PYTHON-1337", "gocql#1"]));
+        assert_eq!(citing(&c.cases, "gocql#1").count(), 1);
+        assert_eq!(citing(&c.cases, "gocql#2").count(), 0);
     }
 
     /// Without `bugs` a case catches none, and `list` shows nothing for them.
