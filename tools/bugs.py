@@ -25,7 +25,9 @@ schemas/report.schema.json.
                                         wire logs, as conformance/results/bugs/BUG/<the driver
                                         version its adapter reported>/report.json, then rewrite
                                         (VERSION: for a `cqlframe probe` of a server, whose
-                                        report names no version; else it must agree)
+                                        report names no version, or when the adapter reports
+                                        more than a version, "cdrs-tokio 9.0.1 with ...", one
+                                        word of what it reported)
 
 Last line of --check: bugs: N bugs, M cited by cases, R reproductions; the page matches (or
 differs); P problems.
@@ -41,7 +43,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "spec"))
 import results  # noqa: E402  (the report format and the schema check are results.py's)
+import traceability  # noqa: E402  (the spec's rules as traceability.py reads them)
 
 CORPUS = Path("conformance/bugs.toml")
 CATALOGUES = (Path("conformance/cases.toml"), Path("conformance/probe.toml"))
@@ -50,7 +54,6 @@ PAGE = Path("conformance/BUGS.md")
 FIELDS = ("id", "url", "project", "affected", "fixed", "kind", "summary", "rules")
 KINDS = ("client", "server")
 BLOCK = re.compile(r"(?P<begin><!-- bugs:begin -->\n)(?P<body>.*?)(?P<end><!-- bugs:end -->)", re.S)
-RULE = re.compile(r"^\[\[([A-Z]+-[0-9]+)\]\]$", re.M)
 
 
 def read_toml(path):
@@ -75,7 +78,7 @@ def load():
 def problems(bugs, cases, reproductions):
     """What is wrong with the corpus, one sentence each."""
     out = []
-    rules = set(RULE.findall((ROOT / "spec/framing_v6.adoc").read_text(encoding="utf-8")))
+    rules = traceability.parse_spec(ROOT / "spec/framing_v6.adoc").by_id()
     ids = [b.get("id") for b in bugs]
     for bug in bugs:
         name = bug.get("id", "?")
@@ -129,8 +132,7 @@ def problems(bugs, cases, reproductions):
         tested = [d for d in report["drivers"] if d["name"] != "reference"]
         if len(tested) != 1:
             out.append("%s: a reproduction runs one driver, this one %d" % (path, len(tested)))
-        elif driver_versions(report, tested[0]["name"]) and version not in driver_versions(
-                report, tested[0]["name"]):
+        elif not names_version(driver_versions(report, tested[0]["name"]), version):
             out.append("%s: its folder says %s, its adapter reported %s" % (
                 path, version, ", ".join(driver_versions(report, tested[0]["name"]))))
     return out
@@ -144,6 +146,13 @@ def driver_versions(report, driver):
         if r["driver"] == driver and v and v not in seen:
             seen.append(v)
     return seen
+
+
+def names_version(reported, version):
+    """Whether the versions an adapter reported name `version`: as the whole version, or as
+    one word of it ("cdrs-tokio 9.0.1 with cassandra-protocol 4.0.0" names 9.0.1). A run
+    whose adapter reported none (a probe of a server) takes its folder's word."""
+    return not reported or any(version == v or version in v.split() for v in reported)
 
 
 def version_key(version):
@@ -169,18 +178,26 @@ def reproduced(bug, reproductions):
     return "<br>".join(parts) if parts else "not yet"
 
 
-def outcomes(report):
-    """The outcomes of the tested driver's cases in a reproduction."""
-    return [r["outcome"] for r in report["results"] if r["driver"] != "reference"]
+def caught(bug, report):
+    """Whether a reproduction caught the bug: a failed check of one of the bug's rules in a case
+    the tested driver ran (another rule failing on the same case is another matter)."""
+    return any(
+        check["status"] == "fail" and check["rule"] in bug["rules"]
+        for r in report["results"]
+        if r["driver"] != "reference"
+        for check in r["checks"]
+    )
 
 
 def shown_fixed(bug, reproductions):
-    """Whether the bug's reproductions show it: some case not passing on a release before the
-    fix, and every case passing on the release that has it."""
-    runs = [(v, outcomes(r)) for b, v, _, r in reproductions if b == bug["id"]]
-    fixed = [o for v, o in runs if v == bug["fixed"]]
-    broken = [o for v, o in runs if v != bug["fixed"] and any(x != "PASS" for x in o)]
-    return bool(bug["fixed"] and broken and fixed and all(x == "PASS" for x in fixed[0]))
+    """Whether the bug's reproductions show it fixed: caught on a release before the fix, and
+    not on the release that has it."""
+    runs = [(v, r) for b, v, _, r in reproductions if b == bug["id"]]
+    return bool(
+        bug["fixed"]
+        and any(v != bug["fixed"] and caught(bug, r) for v, r in runs)
+        and any(v == bug["fixed"] and not caught(bug, r) for v, r in runs)
+    )
 
 
 def render(bugs, cases, reproductions):
@@ -193,8 +210,8 @@ def render(bugs, cases, reproductions):
         "Generated by `tools/bugs.py` from [`bugs.toml`](bugs.toml), the `bugs` lists of "
         "[`cases.toml`](cases.toml) and [`probe.toml`](probe.toml), and the reproductions "
         "under [`results/bugs/`](results/bugs/): %d bugs, %d cited by a case, %d reproduced, "
-        "%d of them shown fixed (a case not passing on an affected release, every case passing "
-        "on the fixed one)."
+        "%d of them shown fixed (a check of the bug's rules failing on an affected release and "
+        "none on the fixed one)."
         % (len(bugs), len([b for b in bugs if b["id"] in cited]),
            len({b for b, _, _, _ in reproductions}),
            len([b for b in bugs if shown_fixed(b, reproductions)])),
@@ -242,11 +259,21 @@ def self_test():
     unknown = cases + [{"id": "x.case", "bugs": ["NOBODY-2"]}]
     assert any("cites NOBODY-2" in p for p in problems(bugs, unknown, reproductions)), \
         "a case citing an unknown bug is not caught"
-    bug = {"id": "X-1", "fixed": "2.0"}
-    run = lambda outcome: {"results": [{"driver": "d", "outcome": outcome}]}  # noqa: E731
-    assert shown_fixed(bug, [("X-1", "1.0", "", run("FAIL")), ("X-1", "2.0", "", run("PASS"))])
-    assert not shown_fixed(bug, [("X-1", "1.0", "", run("FAIL")), ("X-1", "2.0", "", run("FAIL"))])
-    assert not shown_fixed(bug, [("X-1", "2.0", "", run("PASS"))]), "no failing release counted"
+    bug = {"id": "X-1", "fixed": "2.0", "rules": ["RECV-4"]}
+
+    def run(*failed):
+        checks = [{"status": "fail", "rule": rule} for rule in failed]
+        return {"results": [{"driver": "d", "checks": checks}]}
+
+    assert shown_fixed(bug, [("X-1", "1.0", "", run("RECV-4")), ("X-1", "2.0", "", run())])
+    assert shown_fixed(bug, [("X-1", "1.0", "", run("RECV-4")), ("X-1", "2.0", "", run("LZ4-3"))]), \
+        "another rule failing on the fixed release hides the fix"
+    assert not shown_fixed(bug, [("X-1", "1.0", "", run("RECV-4")), ("X-1", "2.0", "", run("RECV-4"))])
+    assert not shown_fixed(bug, [("X-1", "1.0", "", run("LZ4-3")), ("X-1", "2.0", "", run())]), \
+        "a failure of another rule counted as the bug"
+    assert names_version(["cdrs-tokio 9.0.1 with cassandra-protocol 4.0.0"], "9.0.1")
+    assert not names_version(["cdrs-tokio 9.0.1 with cassandra-protocol 4.0.0"], "9.0.2")
+    assert names_version([], "5.0.2") and names_version(["v2.1.0"], "v2.1.0")
     wrong_side = cases + [{"id": "probe.x", "bugs": [bugs[0]["id"]]}]
     assert any("probe.x cites" in p for p in problems(bugs, wrong_side, reproductions)) == (
         bugs[0]["kind"] == "client"), "a driver's bug cited by a probe case is not caught"
@@ -257,7 +284,7 @@ def self_test():
         pass
     print("bugs self-test: a typed edit, an uncited bug, an unknown citation, a bug cited from "
           "the wrong catalogue and a lone marker are caught; a fix is shown only by a failing and a "
-          "passing run")
+          "passing run of the bug's rules")
 
 
 def main(argv):
@@ -269,9 +296,9 @@ def main(argv):
         tested = [d["name"] for d in run["drivers"] if d["name"] != "reference"]
         versions = driver_versions(run, tested[0]) if len(tested) == 1 else []
         given = argv[3:]
-        if given and not versions:
+        if given and names_version(versions, given[0]):
             versions = given
-        if len(versions) != 1 or (given and versions != given):
+        if len(versions) != 1 or " " in versions[0] or (given and versions != given):
             sys.exit("%s: a reproduction is one driver at one version; this run has %s at %s"
                      % (argv[2], ", ".join(tested) or "no driver", ", ".join(versions) or "?"))
         path = REPRODUCTIONS / bug_id / versions[0] / "report.json"
