@@ -25,8 +25,11 @@ case "$major" in
         if [ ! -x "$java" ]; then
             wheels=$(mktemp -d)
             trap 'rm -rf "$wheels"' EXIT
-            python3 -m pip download -q --no-deps --only-binary=:all: --require-hashes \
-                -r "$root/cassandra/jdk11.txt" -d "$wheels" >&2
+            # pip from a throwaway venv: the machine's python3 need not have pip itself.
+            python3 -m venv "$wheels/venv"
+            "$wheels/venv/bin/pip" download -q --disable-pip-version-check --no-deps \
+                --only-binary=:all: --require-hashes -r "$root/cassandra/jdk11.txt" \
+                -d "$wheels" >&2
             rm -rf "$home"
             # Unpacked with the files' Unix modes (java, jspawnhelper must stay executable).
             python3 - "$wheels"/*.whl "$home" <<'PY'
