@@ -1,8 +1,12 @@
 # The live node and the loopback capture, for the scripts that need them (sourced by
 # cassandra/run.sh and cassandra/bench/e2e/run.sh; not run on its own).
 #
-#   node_prepare [crc32c]        fetch the jars (cassandra/fetch.sh); with crc32c build the extension
-#   node_start DIR PORT STORAGE  start one node, data and logs under DIR, wait for its native port
+#   node_prepare [crc32c]        the release series CASSANDRA_VERSION (default 5.0, see
+#                                cassandra/versions.sh): fetch its jars (cassandra/fetch.sh) and
+#                                its Java (cassandra/jdk.sh); with crc32c (5.0 only) build the
+#                                extension
+#   node_start DIR PORT STORAGE  start one node, data and logs under DIR, wait for its native
+#                                port; fails unless the node reports the release pinned
 #   node_stop                    TERM, then KILL after 30 s (also on exit, via node_cleanup)
 #   capture_start FILE PORT      dumpcap on lo (filter tcp port PORT) into FILE, ready for traffic
 #   capture_stop                 end the capture
@@ -11,16 +15,25 @@
 # The caller sets `root` (the repository) and calls `trap node_cleanup EXIT` (and
 # `trap 'exit 130' INT TERM`): only the processes started here are touched, by pid.
 
+# shellcheck source=cassandra/versions.sh
+source "$root/cassandra/versions.sh"
 node_pid=""
 capture_pid=""
 node_agent=()
+node_java=""
 
 port_busy() { ss -ltnH "sport = :$1" | grep -q .; }
 
 node_prepare() {
-    "$root/cassandra/fetch.sh"
+    version_select "${CASSANDRA_VERSION:-5.0}"
+    CASSANDRA_VERSION=$cassandra_series "$root/cassandra/fetch.sh"
+    node_java=$("$root/cassandra/jdk.sh" "$cassandra_java")
     node_agent=()
     if [ "${1:-}" = crc32c ]; then
+        if [ "$cassandra_series" != 5.0 ]; then
+            echo "cassandra: the CRC32C extension is built against Cassandra 5.0, not $cassandra_series" >&2
+            return 2
+        fi
         mvn -B -q -Dmaven.repo.local="$root/.cache/m2" -f "$root/cassandra/crc32c-extension/pom.xml" install
         node_agent=(-javaagent:"$root/.cache/cassandra/crc32c-extension/crc32c-extension.jar")
     fi
@@ -37,17 +50,18 @@ node_start() {
     rm -rf "$out"
     mkdir -p "$out/conf" "$out/log"
     sed -e "s:@DATA@:$out:g" -e "s:@STORAGE_PORT@:$storage:g" -e "s:@NATIVE_PORT@:$port:g" \
-        "$root/cassandra/cassandra.yaml" >"$out/conf/cassandra.yaml"
+        "$root/cassandra/$cassandra_config" >"$out/conf/cassandra.yaml"
     # One option per line; "--add-exports X" lines are two arguments.
-    read -r -a jvm <<<"$(grep -v '^#' "$root/cassandra/jvm17.options" | tr '\n' ' ')"
-    java "${jvm[@]}" "${node_agent[@]}" \
+    read -r -a jvm <<<"$(grep -hv '^#' "$root/cassandra/jvm.options" \
+        "$root/cassandra/jvm$cassandra_java.options" | tr '\n' ' ')"
+    "$node_java" "${jvm[@]}" "${node_agent[@]}" \
         -Dcassandra.config="file://$out/conf/cassandra.yaml" \
         -Dcassandra.storagedir="$out" \
         -Dcassandra.logdir="$out/log" \
         -Dlogback.configurationFile="$root/cassandra/logback.xml" \
         -Dcassandra-foreground=yes \
         -Dcassandra.skip_wait_for_gossip_to_settle=0 \
-        -cp "$root/.cache/cassandra/lib/*" \
+        -cp "$cassandra_lib/*" \
         org.apache.cassandra.service.CassandraDaemon >"$out/log/stdout.log" 2>&1 &
     node_pid=$!
     for _ in $(seq 360); do
@@ -60,7 +74,13 @@ node_start() {
         sleep 0.5
     done
     port_busy "$port" || { echo "cassandra: the native port never opened" >&2; return 1; }
-    grep -o "Cassandra version: [^ ]*" "$out/log/system.log" | head -1 || true
+    local running
+    running=$(sed -n 's/.*Cassandra version: \([^ ]*\).*/\1/p' "$out/log/system.log" | head -1)
+    echo "cassandra: Apache Cassandra $running on Java $cassandra_java ($node_java)"
+    if [ "$running" != "$cassandra_release" ]; then
+        echo "cassandra: the node reports $running, not $cassandra_release" >&2
+        return 1
+    fi
 }
 
 node_stop() {

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# The live-node test: Apache Cassandra 5.0 from Maven Central on 127.0.0.1, probed and watched.
+# The live-node test: Apache Cassandra from Maven Central on 127.0.0.1, probed and watched.
 #
-#   cassandra/run.sh [--extension crc32c]   (CQL_PORT=9042 STORAGE_PORT=17000 CQLFRAME_BIN=... to override)
+#   cassandra/run.sh [--extension crc32c]
+#       CASSANDRA_VERSION=5.0|4.1|4.0   the release series (default 5.0; the release of each is
+#                                       pinned in cassandra/versions.sh); the extension needs 5.0
+#       CQL_PORT=9042 STORAGE_PORT=17000 CQLFRAME_BIN=...   to override
 #
-# 1. fetches cassandra-all and its runtime dependencies (cassandra/fetch.sh; cached in .cache/);
-#    with --extension crc32c also builds the kit's CRC32C extension (cassandra/crc32c-extension/);
-# 2. starts one node with cassandra/cassandra.yaml, a 1 GiB heap and Java 17's JPMS flags
-#    (cassandra/jvm17.options), data and logs under build/cassandra/ (build/cassandra-crc32c/
-#    with the extension, loaded as a Java agent), no JMX;
-# 3. runs `cqlframe probe` against it: every case passes or is a known deviation listed in
-#    cassandra/deviations.toml and, without the extension, cassandra/deviations-lz4-decoder.toml
-#    (report in the output folder's probe/);
+# 1. fetches cassandra-all and its runtime dependencies (cassandra/fetch.sh; cached in .cache/)
+#    and, for 4.0 and 4.1, Java 11 (cassandra/jdk.sh); with --extension crc32c also builds the
+#    kit's CRC32C extension (cassandra/crc32c-extension/);
+# 2. starts one node with cassandra/cassandra.yaml (4.0: cassandra-4.0.yaml), a 1 GiB heap and
+#    the JPMS flags of its Java (cassandra/jvm.options, jvm11.options or jvm17.options), data and
+#    logs under build/cassandra/ (4.0, 4.1: build/cassandra-4.0/, build/cassandra-4.1/;
+#    build/cassandra-crc32c/ with the extension, loaded as a Java agent), no JMX;
+# 3. runs `cqlframe probe` against it: every case passes or is a known deviation of the series,
+#    listed in the files of `deviations` below (report in the output folder's probe/);
 # 4. captures the loopback traffic (dumpcap) of a Python-driver workload and gocql's connection
 #    (its conformance adapter), each with and without LZ4 (cassandra/workload.py) and runs
 #    `cqlframe check` on it: no violation allowed, every connection CRC32 (the drivers do not opt
@@ -34,21 +38,33 @@ while [ $# -gt 0 ]; do
             shift 2
             ;;
         *)
-            echo "usage: cassandra/run.sh [--extension crc32c]" >&2
+            echo "usage: [CASSANDRA_VERSION=5.0|4.1|4.0] cassandra/run.sh [--extension crc32c]" >&2
             exit 2
             ;;
     esac
 done
 port="${CQL_PORT:-9042}"
 storage="${STORAGE_PORT:-17000}"
-out="$root/build/cassandra${extension:+-$extension}"
-# Cassandra's known deviations; the extension replaces the LZ4 frame decoder, which four of them
-# are of.
-deviations=(--deviations cassandra/deviations.toml)
-[ -n "$extension" ] || deviations+=(--deviations cassandra/deviations-lz4-decoder.toml)
 bin="${CQLFRAME_BIN:-$root/target/release/cqlframe}"
 # shellcheck source=cassandra/node.sh
 source cassandra/node.sh
+version_select "${CASSANDRA_VERSION:-5.0}"
+series=$cassandra_series
+out="$root/build/cassandra"
+[ "$series" = 5.0 ] || out+="-$series"
+out+="${extension:+-$extension}"
+# The series' known deviations: those of every series, then its own. The extension replaces
+# 5.0's LZ4 frame decoder, which four of 5.0's are of.
+deviations=(--deviations cassandra/deviations.toml)
+case "$series" in
+    5.0)
+        deviations+=(--deviations cassandra/deviations-4.1-5.0.toml --deviations cassandra/deviations-5.0.toml)
+        [ -n "$extension" ] || deviations+=(--deviations cassandra/deviations-lz4-decoder.toml)
+        ;;
+    4.1) deviations+=(--deviations cassandra/deviations-4.1-5.0.toml --deviations cassandra/deviations-4.x.toml) ;;
+    4.0) deviations+=(--deviations cassandra/deviations-4.0.toml --deviations cassandra/deviations-4.x.toml) ;;
+esac
+name="Apache Cassandra $cassandra_release${extension:+ with the CRC32C extension}"
 started=$(date +%s)
 last=$started
 
@@ -68,7 +84,7 @@ finish() {
 trap finish EXIT
 trap 'exit 130' INT TERM
 
-step "fetch Apache Cassandra (Maven Central, cached in .cache/)"
+step "fetch Apache Cassandra $cassandra_release (Maven Central) and its Java $cassandra_java, cached in .cache/"
 node_prepare "$extension"
 conformance/drivers/python/setup.sh </dev/null >/dev/null
 conformance/drivers/java/setup.sh </dev/null
@@ -77,11 +93,11 @@ if [ -z "${CQLFRAME_BIN:-}" ]; then
     cargo build --release -q -p cqlframe-cli
 fi
 
-step "start a node on 127.0.0.1:$port${extension:+ with the $extension extension}"
+step "start Apache Cassandra $cassandra_release on 127.0.0.1:$port${extension:+ with the $extension extension}"
 node_start "$out" "$port" "$storage"
 
 step "cqlframe probe 127.0.0.1:$port"
-"$bin" probe "127.0.0.1:$port" "${deviations[@]}" --report-dir "$out/probe"
+"$bin" probe "127.0.0.1:$port" "${deviations[@]}" --name "$name" --report-dir "$out/probe"
 if [ -n "$extension" ]; then
     # The probe lets a case that finds nothing to test be INFORMATIONAL; here the extension
     # must have given it something: every negotiation and CRC32C case passes.

@@ -31,16 +31,20 @@ m2="$root/.cache/m2"
 out="$root/build/cassandra-bench"
 mkdir -p "$out"
 
-cassandra/fetch.sh
+# The codecs measured are 5.0's (the extension's are built against it).
+CASSANDRA_VERSION=5.0 cassandra/fetch.sh
+# shellcheck source=cassandra/versions.sh
+source cassandra/versions.sh
+version_select 5.0
 mvn -B -q -Dmaven.repo.local="$m2" -f cassandra/crc32c-extension/pom.xml install
 mvn -B -q -Dmaven.repo.local="$m2" -f cassandra/bench/pom.xml package dependency:build-classpath \
     -Dmdep.includeScope=runtime -Dmdep.outputFile="$root/.cache/cassandra/bench/jmh.classpath"
 
 # The node's JPMS exports and opens and its -D properties (not its heap and GC settings).
-read -r -a jvm <<<"$(grep -E '^(--add-|-D)' cassandra/jvm17.options | tr '\n' ' ')"
+read -r -a jvm <<<"$(grep -hE '^(--add-|-D)' cassandra/jvm.options cassandra/jvm17.options | tr '\n' ' ')"
 classpath="$root/.cache/cassandra/bench/classes"
 classpath+=":$root/.cache/cassandra/crc32c-extension/crc32c-extension.jar"
-classpath+=":$root/.cache/cassandra/lib/*"
+classpath+=":$cassandra_lib/*"
 classpath+=":$(cat "$root/.cache/cassandra/bench/jmh.classpath")"
 java "${jvm[@]}" -cp "$classpath" org.openjdk.jmh.Main "$bench" \
     "${jmh[@]}" -rf json -rff "$out/$json"

@@ -8,8 +8,28 @@ use serde_json::json;
 use std::fmt::Write as _;
 use std::path::Path;
 
+/// The command whose run a report shows: readers of `report.json` tell the two apart by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tool {
+    /// `cqlframe conformance`: drivers against the conformance server.
+    Conformance,
+    /// `cqlframe probe`: the reference as a client against a server.
+    Probe,
+}
+
+impl Tool {
+    /// The name in `report.json`'s `tool` and junit.xml's `testsuites`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Conformance => "cqlframe conformance",
+            Tool::Probe => "cqlframe probe",
+        }
+    }
+}
+
 /// A finished run, as the reports show it.
 pub struct Run<'a> {
+    pub tool: Tool,
     /// Which cases of which catalogue ran (none for the probe, whose cases are built in).
     pub selection: Option<&'a Selection>,
     pub cases: &'a [Case],
@@ -120,7 +140,7 @@ pub fn write_all(run: &Run, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let report = json!({
         "format": crate::output::REPORT,
-        "tool": "cqlframe conformance",
+        "tool": run.tool.name(),
         "version": env!("CARGO_PKG_VERSION"),
         "seconds": run.seconds,
         "selection": run.selection,
@@ -163,8 +183,9 @@ fn esc(s: &str) -> String {
 }
 
 fn junit(run: &Run) -> String {
-    let mut s = String::from(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"cqlframe conformance\">\n",
+    let mut s = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"{}\">\n",
+        run.tool.name()
     );
     for d in run.drivers {
         let rs: Vec<&CaseResult> = run.results.iter().filter(|r| r.driver == d.name).collect();

@@ -158,6 +158,7 @@ pub fn run(options: &Options, mut progress: impl FnMut(Progress)) -> Result<Fini
         }
     }
     let run = report::Run {
+        tool: report::Tool::Conformance,
         selection: Some(&selection),
         cases: &cases,
         drivers: &drivers,

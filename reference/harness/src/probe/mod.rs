@@ -130,6 +130,7 @@ pub fn run(
         self_check: SelfCheck::NotRun,
     }];
     let run = report::Run {
+        tool: report::Tool::Probe,
         selection: None,
         cases: &cases,
         drivers: &drivers,

@@ -3,7 +3,7 @@
 
 use super::injection::fault;
 use super::steps::{
-    connect, needs_lz4, no_switch, ready, supported_ok, Ctx, Evidence, CQL, LZ4, MUST,
+    connect, hex, needs_lz4, no_switch, ready, supported_ok, Ctx, Evidence, CQL, LZ4, MUST,
 };
 use crate::probe::client::{decode_as, query_body};
 use crate::wire_log::Dir;
@@ -193,15 +193,6 @@ fn refusal(v: &mut Evidence, version: u8, h: &EnvelopeHeader, b: &[u8]) {
     }
 }
 
-/// Bytes as spaced hex, as the spec shows them.
-fn hex(bytes: &[u8]) -> String {
-    bytes
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 fn startup_error_framing(ctx: &mut Ctx, v: &mut Evidence) {
     if !needs_lz4(ctx, v) {
         return;
@@ -223,10 +214,11 @@ fn startup_error_framing(ctx: &mut Ctx, v: &mut Evidence) {
                 p.note(
                     Dir::Note,
                     format!(
-                        "STARTUP refused ({m}); framing OPTIONS uncompressed with CRC32 (LIFE-8)"
+                        "STARTUP refused on stream {} ({m}); framing OPTIONS uncompressed with CRC32 (LIFE-8)",
+                        h.stream
                     ),
                 );
-                refused = Some(p);
+                refused = Some((p, h.stream));
                 break;
             }
             Ok((h, _)) => {
@@ -245,12 +237,41 @@ fn startup_error_framing(ctx: &mut Ctx, v: &mut Evidence) {
             }
         }
     }
-    let Some(mut p) = refused else {
+    let Some((mut p, error_stream)) = refused else {
         v.unsupported = Some("the server accepted every STARTUP meant to be refused (no CQL_VERSION; a repeated key)".into());
         return;
     };
     let (_, e) = p.envelope(Opcode::Options, &[]);
-    let _ = p.send(&[&e]);
+    if let Err(refused) = p.send(&[&e]) {
+        // An ERROR off the STARTUP's stream answers no request (LIFE-13): the STARTUP stays
+        // outstanding, nothing is framed. Whether the server frames shows in an unframed OPTIONS.
+        v.fail(
+            "LIFE-13",
+            MUST,
+            format!("the ERROR refusing the STARTUP came on stream {error_stream}, not the STARTUP's: it answers no request, so no switch follows for the client ({refused})"),
+        );
+        p.note(
+            Dir::Note,
+            "the STARTUP is outstanding, the client frames nothing; an unframed OPTIONS shows the server's framing (the probe breaks LIFE-6 on purpose)",
+        );
+        p.note(Dir::C2s, "unframed OPTIONS stream 3 version 0x05");
+        let _ = p.write(&envelope_bytes(5, 0, 3, Opcode::Options, &[]), 0);
+        let after = p.aftermath(Duration::from_millis(1500).max(ctx.fault_wait / 2));
+        let unframed = after.bytes.len() >= 9
+            && after.bytes[0] == 0x85
+            && after.bytes[4] == Opcode::Supported as u8;
+        v.check(
+            "LIFE-8",
+            MUST,
+            !unframed,
+            if unframed {
+                "after the ERROR the server does not frame: an unframed OPTIONS gets an unframed SUPPORTED".to_string()
+            } else {
+                format!("an unframed OPTIONS after the ERROR gets {} bytes: {}", after.bytes.len(), hex(&after.bytes[..after.bytes.len().min(9)]))
+            },
+        );
+        return v.keep(p);
+    }
     let after = p.aftermath(Duration::from_millis(1500).max(ctx.fault_wait / 2));
     let plain = decode_as(&after.bytes, FrameSettings::default());
     let lz4 = decode_as(

@@ -235,21 +235,28 @@ pub(super) fn no_switch(p: &mut Probe, v: &mut Evidence, rule: &str) {
     p.note(Dir::C2s, "unframed OPTIONS stream 2 version 0x05");
     let _ = p.write(&options, 0);
     let after = p.aftermath(Duration::from_millis(1500));
-    let unframed = after.bytes.len() >= 9
-        && (0x83..=0x86).contains(&after.bytes[0])
-        && after.bytes[4] <= Opcode::AuthSuccess as u8;
+    // An envelope in the 9-byte layout of v3 and later, or in the 8-byte layout of the retired
+    // v1 and v2 (a server that stays bound to the retired version it refused answers in it).
+    let header = match after.bytes.first() {
+        Some(0x81 | 0x82) => 8,
+        _ => 9,
+    };
+    let unframed = after.bytes.len() >= header
+        && (0x81..=0x86).contains(&after.bytes[0])
+        && after.bytes[header - 5] <= Opcode::AuthSuccess as u8;
     if unframed {
-        let op = opcode_name(after.bytes[4]);
-        let detail = body::read_error(&after.bytes[9..])
+        let opcode = after.bytes[header - 5];
+        let op = opcode_name(opcode);
+        let detail = body::read_error(&after.bytes[header..])
             .ok()
-            .filter(|_| after.bytes[4] == Opcode::Error as u8)
+            .filter(|_| opcode == Opcode::Error as u8)
             .map(|(c, m)| format!(" {c:#06x} {m}"))
             .unwrap_or_default();
         v.pass(
             rule,
             MUST,
             format!(
-                "the connection stayed unframed: OPTIONS answered with an unframed {op} (version byte {:#04x}){detail}",
+                "the connection stayed unframed: OPTIONS answered with an unframed {op} (version byte {:#04x}, {header}-byte header){detail}",
                 after.bytes[0]
             ),
         );
@@ -269,9 +276,22 @@ pub(super) fn no_switch(p: &mut Probe, v: &mut Evidence, rule: &str) {
         v.fail(
             rule,
             MUST,
-            format!("{} unexpected bytes after the refusal", after.bytes.len()),
+            format!(
+                "{} unexpected bytes after the refusal, beginning {}",
+                after.bytes.len(),
+                hex(&after.bytes[..after.bytes.len().min(9)])
+            ),
         );
     }
+}
+
+/// Bytes as spaced hex, as the spec shows them.
+pub(super) fn hex(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// What a case does to the server and judges.
