@@ -42,6 +42,9 @@ pub struct Case {
     pub description: String,
     /// Spec rule IDs the case tests.
     pub rules: Vec<String>,
+    /// Bugs drivers or servers shipped that the case catches (ids of conformance/bugs.toml).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bugs: Vec<String>,
     /// MUST or SHOULD: the level of the main rule; a FAIL of a SHOULD case is NON-STRICT.
     pub level: Level,
     /// In the `--quick` subset.
@@ -260,6 +263,10 @@ pub struct ServerScript {
     /// envelope header across frames).
     #[serde(default)]
     pub first_piece: Option<usize>,
+    /// Size of the last frame of every sequence, when shorter than the envelope (1..8 leaves
+    /// the last frame fewer bytes than an envelope header).
+    #[serde(default)]
+    pub last_piece: Option<usize>,
     /// Pack the responses of one read into shared frames (true) or one frame per response.
     #[serde(default = "default_true")]
     pub pack: bool,
