@@ -56,11 +56,13 @@ python3 spec/test_traceability.py
 spec/build.sh
 python3 spec/traceability.py
 
-step "documents: every relative link of every tracked Markdown file, and the spec's paths into the repository, resolve (tools/links.py, after its self-test on broken links); every results table equals what its committed report.json gives and the report matches its schema (tools/results.py --check, after its self-test on a typed edit)"
+step "documents: every relative link of every tracked Markdown file, and the spec's paths into the repository, resolve (tools/links.py, after its self-test on broken links); every results table equals what its committed report.json gives and the report matches its schema (tools/results.py --check, after its self-test on a typed edit); the bug corpus page conformance/BUGS.md equals what bugs.toml, the cases' bugs and the reproductions give, every bug is cited by a case and every cited bug exists (tools/bugs.py --check, after its self-test)"
 python3 tools/links.py --self-test
 python3 tools/links.py
 python3 tools/results.py --self-test
 python3 tools/results.py --check
+python3 tools/bugs.py --self-test
+python3 tools/bugs.py --check
 
 step "kaitai: grammar compiled for every target; generated Python, JavaScript, Java and Go parsers (and Rust, given KAITAI_RUST_RUNTIME) against the vectors"
 kaitai/test.sh

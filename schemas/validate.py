@@ -282,6 +282,10 @@ def broken_copies(kept):
     broken("report", "self_check as the old exit status", report, lambda d: d["drivers"][0].update(self_check=127))
     broken("report", "a case's rules renamed rule_ids", report,
            lambda d: rename(d["cases"][0], "rules", "rule_ids"))
+    broken("report", "a case's bugs renamed known_bugs", report,
+           lambda d: d["cases"][0].update(known_bugs=d["cases"][0].pop("bugs", ["X-1"])))
+    broken("report", "a case's bugs as one string", report,
+           lambda d: d["cases"][0].__setitem__("bugs", "PYTHON-1337"))
     broken("report", "format 2", report, lambda d: d.__setitem__("format", 2))
     return out
 
@@ -296,6 +300,10 @@ def accepted_copies(kept):
         d["results"][0]["outcome"] = outcome
         d["summary"][0][outcome] = 1
         out.append(("report", "outcome %s" % outcome, d))
+    d = copy.deepcopy(report)
+    for case in d["cases"]:
+        case.pop("bugs", None)
+    out.append(("report", "cases without bugs (written before the field)", d))
     return out
 
 

@@ -188,6 +188,19 @@ def validate(report_paths):
     return broken
 
 
+def commit(report, path):
+    """Writes a run's report to `path` (from the repository root) as it is committed: without
+    the wire logs (counted in `log_dropped`), which stay in the run's folder."""
+    for result in report["results"]:
+        for connection in result["server"]["connections"]:
+            connection["log_dropped"] += len(connection["log"])
+            connection["log"] = []
+    (ROOT / path).parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(report, indent=0, sort_keys=True, separators=(",", ":"))
+    (ROOT / path).write_text(text + "\n", encoding="utf-8")
+    load(str(path))
+
+
 def self_test():
     """The check catches what it is for, on the committed report."""
     name = "doc.md"
@@ -217,15 +230,7 @@ def main(argv):
         self_test()
         return
     if argv[:1] == ["import"] and len(argv) == 2:
-        report = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
-        for result in report["results"]:
-            for connection in result["server"]["connections"]:
-                connection["log_dropped"] += len(connection["log"])
-                connection["log"] = []
-        (ROOT / COMMITTED).parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(report, indent=0, sort_keys=True, separators=(",", ":"))
-        (ROOT / COMMITTED).write_text(text + "\n", encoding="utf-8")
-        load(str(COMMITTED))
+        commit(json.loads(Path(argv[1]).read_text(encoding="utf-8")), COMMITTED)
         print("results: %s written from %s" % (COMMITTED, argv[1]))
         argv = []
     if argv not in ([], ["--check"]):

@@ -1,31 +1,14 @@
 #!/usr/bin/env bash
 # Builds the cdrs-tokio adapter (cdrs-tokio 9.0.2 and its tokio stack, pinned by Cargo.lock)
-# into .cache/conformance/cdrs/target, niced; silent and quick when up to date; prints the
-# binary's path on stdout. The crate has its own [workspace], so it is not part of the
-# repository's workspace. The driver version the adapter reports is read from the lock file.
-#
-# CQLFRAME_CDRS_VERSION=9.0.1 builds the same adapter against that release of cdrs-tokio, and
-# CQLFRAME_CDRS_PROTOCOL_VERSION=4.0.0 against that release of its cassandra-protocol crate
-# (where the framing code lives), in a copy of this folder under .cache/conformance/cdrs/pins/,
-# so a case can be run on an older release without editing a file (conformance/README.md).
+# into .cache/conformance/cdrs/target, niced; silent and quick when up to date. The crate has
+# its own [workspace], so it is not part of the repository's workspace. The driver version the
+# adapter reports is read from the lock file. With CQLFRAME_CDRS_VERSION and
+# CQLFRAME_CDRS_PROTOCOL_VERSION (pinned.sh) the copy's lock file is moved to those releases.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cache="$here/../../../.cache/conformance/cdrs"
-driver="${CQLFRAME_CDRS_VERSION:-}"
-protocol="${CQLFRAME_CDRS_PROTOCOL_VERSION:-}"
-for v in "$driver" "$protocol"; do
-  if [[ -n "$v" && ! "$v" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
-    echo "CQLFRAME_CDRS_VERSION and CQLFRAME_CDRS_PROTOCOL_VERSION take a release X.Y.Z, not '$v'" >&2
-    exit 2
-  fi
-done
-src="$here"
-export CARGO_TARGET_DIR="$cache/target"
+source "$here/pinned.sh"
 locked=--locked
-if [[ -n "$driver$protocol" ]]; then
-  pin="$cache/pins/cdrs-tokio-${driver:-default}+cassandra-protocol-${protocol:-default}"
-  src="$pin/src"
-  export CARGO_TARGET_DIR="$pin/target"
+if [[ "$src" != "$here" ]]; then
   mkdir -p "$pin"
   exec 9>"$pin/.setup.lock"
   flock 9
@@ -51,4 +34,3 @@ if [[ -n "$protocol" ]]; then
 fi
 export CQLFRAME_CDRS_DRIVER_VERSION
 nice -n 10 cargo build --quiet --release $locked --manifest-path "$src/Cargo.toml" >&2
-echo "$CARGO_TARGET_DIR/release/adapter"

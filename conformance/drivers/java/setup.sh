@@ -2,14 +2,15 @@
 # Builds the Java adapter (.cache/conformance/java/java-conformance-adapter.jar, git-ignored)
 # unless it is newer than pom.xml and every source file. Maven's local repository is the repo's
 # .cache/m2 (it already holds java-driver-core 4.19.3 and its dependencies; override with M2_REPO).
+# CQLFRAME_JAVA_DRIVER=<4.x.y> builds against that release instead, into
+# .cache/conformance/java-<4.x.y>/ (pinned.sh), for reproducing a bug on the release that shipped it.
 # Silent when the jar is up to date; safe to run concurrently (flock, and the jar replaced by a
 # rename).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
 m2="${M2_REPO:-$root/.cache/m2}"
-out="$root/.cache/conformance/java"
-jar="$out/java-conformance-adapter.jar"
+source "$here/pinned.sh"
 
 up_to_date() {
   [[ -f "$jar" ]] && [[ -z "$(find "$here/pom.xml" "$here/src" -newer "$jar" -print -quit)" ]]
@@ -27,6 +28,6 @@ echo "building $jar ..." >&2
 build="$(mktemp -d "$out/build.XXXXXX")"
 trap 'rm -rf "$build"' EXIT
 mvn -B -q -Dstyle.color=never -Dmaven.repo.local="$m2" -Dadapter.build.dir="$build" \
-  -f "$here/pom.xml" package >&2
+  "${maven_args[@]}" -f "$here/pom.xml" package >&2
 mv -f "$build/java-conformance-adapter.jar" "$jar"
 touch "$jar"

@@ -93,6 +93,10 @@ struct RunArgs {
     /// Cases to leave out, same syntax.
     #[arg(long, value_delimiter = ',')]
     exclude: Vec<String>,
+    /// The cases that cite this bug of conformance/bugs.toml in their `bugs`, added to
+    /// --cases: a reproduction's run.
+    #[arg(long, value_name = "ID")]
+    bug: Option<String>,
     /// Only the cases marked quick (the CI subset).
     #[arg(long)]
     quick: bool,
@@ -140,6 +144,9 @@ struct ListArgs {
     /// Only the quick subset.
     #[arg(long)]
     quick: bool,
+    /// Only the cases that cite this bug of conformance/bugs.toml.
+    #[arg(long, value_name = "ID")]
+    bug: Option<String>,
     /// Every case in full (what the adapter is asked to do, the server's script, the rules,
     /// the quick flag) as one JSON document.
     #[arg(long)]
@@ -170,6 +177,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 .cases
                 .iter()
                 .filter(|c| !l.quick || c.quick)
+                .filter(|c| l.bug.as_ref().is_none_or(|b| c.bugs.contains(b)))
                 .collect();
             if l.json {
                 let doc = serde_json::json!({
@@ -259,7 +267,19 @@ fn run_server(args: ServerArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn run_suite(args: RunArgs) -> Result<(), Failure> {
+fn run_suite(mut args: RunArgs) -> Result<(), Failure> {
+    if let Some(bug) = &args.bug {
+        let catalogue = load(args.catalogue.clone()).map_err(Failure::Io)?;
+        let citing: Vec<String> = cases::citing(&catalogue.cases, bug)
+            .map(|c| c.id.clone())
+            .collect();
+        if citing.is_empty() {
+            return Err(Failure::Io(format!(
+                "--bug {bug}: no case of the catalogue cites it"
+            )));
+        }
+        args.cases.extend(citing);
+    }
     let options = suite::Options {
         catalogue: args.catalogue,
         drivers_dir: args.drivers_dir,

@@ -42,8 +42,9 @@ pub struct Case {
     pub description: String,
     /// Spec rule IDs the case tests.
     pub rules: Vec<String>,
-    /// Bugs drivers or servers shipped that the case catches (ids of conformance/bugs.toml).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Bugs that shipped in a driver or server and that this case catches: ids of
+    /// conformance/bugs.toml, beside the rules the bugs break.
+    #[serde(default)]
     pub bugs: Vec<String>,
     /// MUST or SHOULD: the level of the main rule; a FAIL of a SHOULD case is NON-STRICT.
     pub level: Level,
@@ -414,7 +415,8 @@ pub fn load(path: &Path) -> Result<Catalogue, String> {
 }
 
 /// The cases as `list` prints them: under the title of their spec section, one line each (id,
-/// level, the quick subset, the adapter's action, rules, title; `list --json` has every field).
+/// level, the quick subset, the adapter's action, rules, title, the bugs it catches; `list
+/// --json` has every field).
 pub fn listing<'a>(cases: impl IntoIterator<Item = &'a Case>) -> String {
     let mut out = String::new();
     let mut section = None;
@@ -424,16 +426,28 @@ pub fn listing<'a>(cases: impl IntoIterator<Item = &'a Case>) -> String {
             out += &format!("{}\n", c.section.title());
         }
         out += &format!(
-            "  {:34} {:6} {:5} {:17} {:24} {}\n",
+            "  {:34} {:6} {:5} {:17} {:24} {}{}\n",
             c.id,
             c.level.name(),
             if c.quick { "quick" } else { "" },
             c.client.action,
             c.rules.join(","),
-            c.title
+            c.title,
+            if c.bugs.is_empty() {
+                String::new()
+            } else {
+                format!(" (bugs: {})", c.bugs.join(", "))
+            }
         );
     }
     out
+}
+
+/// The cases that cite `bug` (an id of conformance/bugs.toml): those a reproduction runs.
+pub fn citing<'a>(cases: &'a [Case], bug: &'a str) -> impl Iterator<Item = &'a Case> {
+    cases
+        .iter()
+        .filter(move |c| c.bugs.iter().any(|b| b == bug))
 }
 
 /// A catalogue from its TOML text, its cases grouped by spec section (in the file's order within
@@ -449,7 +463,55 @@ pub fn parse(text: &str) -> Result<Catalogue, String> {
         if case.rules.is_empty() {
             return Err(format!("case {} cites no rule", case.id));
         }
+        let mut bugs = std::collections::HashSet::new();
+        if let Some(b) = case.bugs.iter().find(|b| b.is_empty() || !bugs.insert(*b)) {
+            return Err(format!("case {} cites bug {b:?} twice or empty", case.id));
+        }
     }
     catalogue.cases.sort_by_key(|c| c.section);
     Ok(catalogue)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalogue(bugs: &str) -> Result<Catalogue, String> {
+        parse(&format!(
+            "[[case]]\nid = \"recv.x\"\nsection = \"receiving\"\ntitle = \"t\"\n\
+             description = \"d\"\nrules = [\"RECV-4\"]\n{bugs}level = \"MUST\"\nexpect = \"rows\"\n"
+        ))
+    }
+
+    /// The bugs a case catches are read, listed beside its rules, and written with the case.
+    #[test]
+    fn a_case_cites_the_bugs_it_catches() {
+        let c = catalogue("bugs = [\"PYTHON-1337\", \"gocql#1\"]\n").unwrap();
+        assert_eq!(c.cases[0].bugs, ["PYTHON-1337", "gocql#1"]);
+        let line = listing(&c.cases);
+        assert!(
+            line.contains("RECV-4") && line.ends_with("t (bugs: PYTHON-1337, gocql#1)\n"),
+            "{line}"
+        );
+        let json = serde_json::to_value(&c.cases[0]).unwrap();
+        assert_eq!(json["bugs"], serde_json::json!(["PYTHON-1337", "gocql#1"]));
+        assert_eq!(citing(&c.cases, "gocql#1").count(), 1);
+        assert_eq!(citing(&c.cases, "gocql#2").count(), 0);
+    }
+
+    /// Without `bugs` a case catches none, and `list` shows nothing for them.
+    #[test]
+    fn bugs_default_to_none() {
+        let c = catalogue("").unwrap();
+        assert!(c.cases[0].bugs.is_empty());
+        assert!(!listing(&c.cases).contains("bugs"));
+    }
+
+    #[test]
+    fn a_bug_cited_twice_or_empty_is_refused() {
+        for bugs in ["bugs = [\"A-1\", \"A-1\"]\n", "bugs = [\"\"]\n"] {
+            let e = catalogue(bugs).unwrap_err();
+            assert!(e.contains("recv.x") && e.contains("bug"), "{e}");
+        }
+    }
 }

@@ -90,7 +90,17 @@ pub fn console(run: &Run) -> String {
     if !reruns.is_empty() {
         s.push_str("\nTo run a case that did not pass again:\n");
         for (r, command) in reruns {
-            let _ = writeln!(s, "  {} {} {}: {command}", r.outcome, r.driver, r.case);
+            let cited = run
+                .cases
+                .iter()
+                .find(|c| c.id == r.case)
+                .map(|c| format!(" ({}{})", c.rules.join(", "), bugs_text(c)))
+                .unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "  {} {} {}{cited}: {command}",
+                r.outcome, r.driver, r.case
+            );
         }
     }
     s
@@ -179,6 +189,9 @@ fn junit(run: &Run) -> String {
                 esc(&r.case),
                 r.adapter.seconds
             );
+            if let Some(c) = run.cases.iter().find(|c| c.id == r.case) {
+                s.push_str(&junit_properties(c));
+            }
             match r.outcome {
                 Outcome::Fail => {
                     let _ = write!(
@@ -218,6 +231,32 @@ fn junit(run: &Run) -> String {
     }
     s.push_str("</testsuites>\n");
     s
+}
+
+/// The case's rules and the shipped bugs it catches, as JUnit properties of its test case.
+fn junit_properties(c: &Case) -> String {
+    let mut s = format!(
+        "<properties><property name=\"rules\" value=\"{}\"/>",
+        esc(&c.rules.join(", "))
+    );
+    if !c.bugs.is_empty() {
+        let _ = write!(
+            s,
+            "<property name=\"bugs\" value=\"{}\"/>",
+            esc(&c.bugs.join(", "))
+        );
+    }
+    s.push_str("</properties>");
+    s
+}
+
+/// The bugs a case catches, after its rules: nothing when it cites none.
+fn bugs_text(c: &Case) -> String {
+    if c.bugs.is_empty() {
+        String::new()
+    } else {
+        format!("; bugs: {}", c.bugs.join(", "))
+    }
 }
 
 fn checks_text(r: &CaseResult) -> String {
@@ -331,10 +370,11 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
     for c in run.cases {
         let _ = write!(
             s,
-            "<tr><td><a href=\"#{0}\">{0}</a></td><td>{1}</td><td>{2}</td>",
+            "<tr><td><a href=\"#{0}\">{0}</a></td><td>{1}</td><td>{2}{3}</td>",
             esc(&c.id),
             c.level,
-            esc(&c.rules.join(", "))
+            esc(&c.rules.join(", ")),
+            esc(&bugs_text(c))
         );
         for d in run.drivers {
             match run.result(&d.name, &c.id) {
@@ -365,12 +405,20 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
     for c in run.cases {
         let _ = writeln!(
             s,
-            "<h3 id=\"{0}\">{0}: {1}</h3><p>{2}</p><p><b>Rules:</b> {3} ({4}). <b>Expectation:</b> {5}.</p>",
+            "<h3 id=\"{0}\">{0}: {1}</h3><p>{2}</p><p><b>Rules:</b> {3} ({4}){5}. <b>Expectation:</b> {6}.</p>",
             esc(&c.id),
             esc(&c.title),
             esc(&c.description),
             esc(&c.rules.join(", ")),
             c.level,
+            if c.bugs.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ". <b>Catches the shipped bugs</b> (conformance/BUGS.md): {}",
+                    esc(&c.bugs.join(", "))
+                )
+            },
             expectation(c)
         );
         for d in run.drivers {
@@ -480,4 +528,29 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
     }
     s.push_str("</body></html>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// JUnit carries a case's rules, and its bugs when it cites some, as properties.
+    #[test]
+    fn junit_names_the_rules_and_bugs_of_a_case() {
+        let mut case = crate::conformance::load(None)
+            .unwrap()
+            .cases
+            .into_iter()
+            .find(|c| c.id == "recv.chop-2")
+            .unwrap();
+        case.bugs = vec!["A-1".into(), "b#2".into()];
+        assert_eq!(
+            junit_properties(&case),
+            "<properties><property name=\"rules\" value=\"RECV-4, RECV-6\"/><property name=\"bugs\" value=\"A-1, b#2\"/></properties>"
+        );
+        assert_eq!(bugs_text(&case), "; bugs: A-1, b#2");
+        case.bugs.clear();
+        assert!(!junit_properties(&case).contains("bugs"));
+        assert_eq!(bugs_text(&case), "");
+    }
 }
