@@ -28,6 +28,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The driver release the adapter was built against, as setup.sh reads it from Cargo.lock (a
+/// pinned build may use an older cdrs-tokio or cassandra-protocol than Cargo.toml names).
+const DRIVER_VERSION: &str = match option_env!("CQLFRAME_CDRS_DRIVER_VERSION") {
+    Some(version) => version,
+    None => "cdrs-tokio (built without setup.sh: version unknown)",
+};
+
 type TcpSession = Session<
     TransportTcp,
     TcpConnectionManager,
@@ -240,7 +247,7 @@ async fn main() {
     let mut report = json!({
         "contract": 1,
         "driver": "cdrs",
-        "driver_version": "cdrs-tokio 9.0.2",
+        "driver_version": DRIVER_VERSION,
         "case": o.get("case", ""),
         "action": o.get("action", ""),
     });

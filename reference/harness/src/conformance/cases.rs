@@ -264,6 +264,10 @@ pub struct ServerScript {
     /// envelope header across frames).
     #[serde(default)]
     pub first_piece: Option<usize>,
+    /// Size of the last frame of every sequence, when shorter than the envelope (1..8 leaves
+    /// the last frame fewer bytes than an envelope header).
+    #[serde(default)]
+    pub last_piece: Option<usize>,
     /// Pack the responses of one read into shared frames (true) or one frame per response.
     #[serde(default = "default_true")]
     pub pack: bool,
