@@ -94,6 +94,9 @@ conformance/ci/test-recipe.sh
 step "conformance: the minimal adapter of conformance/README.md, taken from the page, on the Python driver: the cases it can do PASS, an action it does not do is UNSUPPORTED, the contract kept"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 tools/test_minimal_adapter.py
 
+step "the front door: README.md's first block run as it stands, in an empty folder outside the kit with an empty CARGO_HOME: cqlframe installed by cargo install --git from a fresh clone, the reference adapter copied out to its PASSes; then with cargo's checkout gone an adapter still runs, the bundled drivers are refused naming --adapter and --drivers-dir, and --drivers-dir runs them"
+python3 tools/test_front_door.py
+
 step "live Apache Cassandra 5.0 (Maven Central): cqlframe probe (known deviations in cassandra/deviations.toml and deviations-lz4-decoder.toml), a Python-driver workload captured and checked by cqlframe check and the Lua dissector; interoperability: the Python and Java drivers with the CRC32C opt-in fall back to CRC32 (old server, new client), read from the capture"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" cassandra/run.sh
 
