@@ -79,6 +79,9 @@ step "conformance: quick subset, bundled drivers against the reference server (a
 cargo run --release -q -p cqlframe-cli -- conformance --quick
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 wireshark/tests/check_judge.py build/conformance/pcap
 
+step "spec anchors: every rule cqlframe check (text and --json), the Lua dissector's findings (on every vector session and regression capture) and that run's index.html and report.json name links to an anchor of the rendered spec that exists, the rule's own, with the spec copied beside index.html"
+CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 tools/test_spec_anchors.py build/conformance
+
 step "one judge: cqlframe check on every capture of that run reports what the conformance server's rules engine recorded for the driver's bytes"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 conformance/test_one_judge.py build/conformance
 

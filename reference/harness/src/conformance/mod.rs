@@ -34,12 +34,29 @@ pub fn load(path: Option<PathBuf>) -> Result<cases::Catalogue, String> {
     }
 }
 
-/// The kit's bundled adapters (`conformance/drivers/`), found from the repository the running
-/// `cqlframe` belongs to (the binary's folder upwards, e.g. from `target/release/`), else the
-/// source it was built from (a clone, or the checkout `cargo install --git` keeps), else from
-/// the working directory upwards. An installed binary whose source is gone finds none: the
-/// error says where it looked and which options do without them.
+/// The kit's bundled adapters (`conformance/drivers/`). An installed binary whose source is
+/// gone finds none: the error says where it looked and which options do without them.
 pub fn bundled_drivers() -> Result<PathBuf, String> {
+    in_kit("conformance/drivers").map_err(|looked| {
+        format!(
+            "the kit's bundled adapters (conformance/drivers) are not found {looked}: run your \
+             own adapter with --adapter NAME=PATH (no bundled adapter is needed then), or point \
+             at a checkout of the kit with --drivers-dir KIT/conformance/drivers"
+        )
+    })
+}
+
+/// The spec as `spec/build.sh` renders it, when it has been: the HTML reports link each rule
+/// to it and put a copy beside them.
+pub fn rendered_spec() -> Option<PathBuf> {
+    in_kit(&format!("build/spec/{}", crate::rules::SPEC_PAGE)).ok()
+}
+
+/// `relative`, a path in the kit, found from the repository the running `cqlframe` belongs to
+/// (the binary's folder upwards, e.g. from `target/release/`), else the source it was built
+/// from (a clone, or the checkout `cargo install --git` keeps), else from the working directory
+/// upwards. The error says where it looked.
+fn in_kit(relative: &str) -> Result<PathBuf, String> {
     let exe = std::env::current_exe().ok();
     // The repository root: this crate is reference/harness.
     let source = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -47,29 +64,24 @@ pub fn bundled_drivers() -> Result<PathBuf, String> {
         .nth(2)
         .unwrap_or(Path::new(".."));
     let cwd = std::env::current_dir().ok();
+    let upwards = |start: &Path| {
+        start
+            .ancestors()
+            .map(|dir| dir.join(relative))
+            .find(|p| p.exists())
+    };
     exe.as_deref()
-        .and_then(find_upwards)
-        .or_else(|| Some(source.join("conformance/drivers")).filter(|d| d.is_dir()))
-        .or_else(|| cwd.as_deref().and_then(find_upwards))
+        .and_then(upwards)
+        .or_else(|| Some(source.join(relative)).filter(|p| p.exists()))
+        .or_else(|| cwd.as_deref().and_then(upwards))
         .ok_or_else(|| {
             format!(
-                "the kit's bundled adapters (conformance/drivers) are not found above {}, in {} \
-                 (the source this cqlframe was built from) or above {}: run your own adapter \
-                 with --adapter NAME=PATH (no bundled adapter is needed then), or point at a \
-                 checkout of the kit with --drivers-dir KIT/conformance/drivers",
+                "above {}, in {} (the source this cqlframe was built from) or above {}",
                 exe.as_deref().unwrap_or(Path::new("?")).display(),
                 source.display(),
                 cwd.as_deref().unwrap_or(Path::new("?")).display(),
             )
         })
-}
-
-/// The first `conformance/drivers/` in `start` or a folder above it.
-fn find_upwards(start: &Path) -> Option<PathBuf> {
-    start
-        .ancestors()
-        .map(|dir| dir.join("conformance/drivers"))
-        .find(|d| d.is_dir())
 }
 
 /// Whether `id` is one of `patterns` (ids, or prefixes ending in `*`).
