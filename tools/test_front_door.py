@@ -12,8 +12,10 @@ built in), asking for the bundled drivers fails with a message naming --adapter 
 --drivers-dir, and --drivers-dir of a checkout of the kit runs them.
 
 To keep CI time small the install builds in a persistent target folder in this checkout's
-git-ignored .cache/ (cargo install honours CARGO_TARGET_DIR; crates are still resolved and
-downloaded into the empty CARGO_HOME, and the kit's crates, from the clone, are rebuilt).
+git-ignored .cache/ (cargo install honours CARGO_TARGET_DIR), and CARGO_HOME is a folder there
+emptied at the start of each run: crates are resolved and downloaded into it afresh, but at the
+same path as last time, which lets cargo reuse their builds (it rebuilds a crate whose source
+path changed); the kit's crates, from a new clone, are rebuilt.
 
 Usage: python3 tools/test_front_door.py  (commit first: the clone is of HEAD)
 """
@@ -97,16 +99,21 @@ def main():
     try:
         kit = scratch / "kit"
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(kit)], check=True)
-        home = scratch / "cargo-home"
-        home.mkdir()
+        home = ROOT / ".cache/front-door/cargo-home"
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(parents=True)
         env = dict(os.environ)
         for leaked in ("CQLFRAME_BIN", "RUSTFLAGS"):
             env.pop(leaked, None)
         env["CARGO_HOME"] = str(home)
+        # cqlframe installed outside the kit, as on a driver author's machine: a binary inside a
+        # checkout finds its bundled drivers from there
+        installed = scratch / "installed"
+        env["CARGO_INSTALL_ROOT"] = str(installed)
         # rustup's proxies find their toolchains in RUSTUP_HOME, which an empty CARGO_HOME moves.
         env.setdefault("RUSTUP_HOME", str(Path.home() / ".rustup"))
         env["CARGO_TARGET_DIR"] = str(ROOT / ".cache/front-door/target")
-        env["PATH"] = "%s:%s" % (home / "bin", env["PATH"])
+        env["PATH"] = "%s:%s" % (installed / "bin", env["PATH"])
         # The driver's repository, nowhere near a conformance/ folder.
         driver = scratch / "driver"
         (driver / "adapter").mkdir(parents=True)
@@ -123,9 +130,9 @@ def main():
             print("test_front_door: $ %s" % line)
             run("nice -n 10 " + command if line.startswith("cargo ") else command, driver, env)
             if line.startswith("cargo install "):
-                installed = shutil.which("cqlframe", path=env["PATH"])
-                if installed != str(home / "bin/cqlframe"):
-                    fail("cqlframe on PATH is %s, not the one installed into %s" % (installed, home))
+                found = shutil.which("cqlframe", path=env["PATH"])
+                if found != str(installed / "bin/cqlframe"):
+                    fail("cqlframe on PATH is %s, not the one installed in %s" % (found, installed))
             else:
                 passes(driver, "me", expected_count(line, catalogue), line.split("#")[0].strip())
 
