@@ -506,3 +506,17 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
     s.push_str("</body></html>\n");
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A rule of the spec links to its anchor; the harness's own checks name none and stay text.
+    #[test]
+    fn rules_of_the_spec_link_to_it_and_the_harness_checks_do_not() {
+        assert_eq!(
+            rule_links(&["FMT-3", CONTRACT_RULE, READ_BOUNDARIES_RULE]),
+            "<a href=\"framing_v6.html#FMT-3\">FMT-3</a>, adapter-contract, read-boundaries"
+        );
+    }
+}
