@@ -81,6 +81,9 @@ step "conformance: quick subset, bundled drivers against the reference server (a
 cargo run --release -q -p cqlframe-cli -- conformance --quick
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 wireshark/tests/check_judge.py build/conformance/pcap
 
+step "spec anchors: every rule cqlframe check (text and --json), the Lua dissector's findings (on every vector session and regression capture) and that run's index.html and report.json name links to an anchor of the rendered spec that exists, the rule's own, with the spec copied beside index.html"
+CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 tools/test_spec_anchors.py build/conformance
+
 step "one judge: cqlframe check on every capture of that run reports what the conformance server's rules engine recorded for the driver's bytes"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 conformance/test_one_judge.py build/conformance
 
@@ -95,6 +98,9 @@ conformance/ci/test-recipe.sh
 
 step "conformance: the minimal adapter of conformance/README.md, taken from the page, on the Python driver: the cases it can do PASS, an action it does not do is UNSUPPORTED, the contract kept"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" python3 tools/test_minimal_adapter.py
+
+step "the front door: README.md's first block run as it stands, in an empty folder outside the kit with an empty CARGO_HOME: cqlframe installed by cargo install --git from a fresh clone, the reference adapter copied out to its PASSes; then with cargo's checkout gone an adapter still runs, the bundled drivers are refused naming --adapter and --drivers-dir, and --drivers-dir runs them"
+python3 tools/test_front_door.py
 
 step "live Apache Cassandra 5.0 (Maven Central; 4.0 and 4.1 run by hand, CASSANDRA_VERSION=4.x cassandra/run.sh): cqlframe probe (known deviations in cassandra/deviations.toml, deviations-4.1-5.0.toml, deviations-5.0.toml and deviations-lz4-decoder.toml), a Python-driver workload captured and checked by cqlframe check and the Lua dissector; interoperability: the Python and Java drivers with the CRC32C opt-in fall back to CRC32 (old server, new client), read from the capture"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" cassandra/run.sh

@@ -1,70 +1,18 @@
 """Independent checksum and LZ4 block code for the Kaitai test runner (Python).
 
 Written from the spec's catalogue (spec/framing_v6.adoc, "Checksums" and "LZ4
-payloads"), not from the Rust reference: CRC24 (CRC-1), CRC32 seeded with
-FA 2D 55 CA (CRC-2), unseeded CRC32C (CRC-3), and a strict raw LZ4 block decoder
-(LZ4-1, LZ4-4, LZ4-6). Standard library only.
+payloads"), not from the Rust reference: the checksums of vectors/checksums.py (CRC24,
+CRC-1; CRC32 seeded with FA 2D 55 CA, CRC-2; unseeded CRC32C, CRC-3), which the dissector's
+tests share, and a strict raw LZ4 block decoder (LZ4-1, LZ4-4, LZ4-6). Standard library only.
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 
-def crc24(data: bytes) -> int:
-    """CRC24 of CRC-1: width 24, poly 0x974F0B, init 0x875060, not reflected, xorout 0."""
-    crc = 0x875060
-    for b in data:
-        crc ^= b << 16
-        for _ in range(8):
-            crc <<= 1
-            if crc & 0x1000000:
-                crc ^= 0x1974F0B
-    return crc & 0xFFFFFF
-
-
-def _reflected_table(poly_reflected: int) -> list[int]:
-    table = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ poly_reflected if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_CRC32_TABLE = _reflected_table(0xEDB88320)  # 0x04C11DB7 reflected
-_CRC32C_TABLE = _reflected_table(0x82F63B78)  # 0x1EDC6F41 reflected
-CRC32_SEED = bytes([0xFA, 0x2D, 0x55, 0xCA])
-
-
-def _crc32_reflected(table: list[int], data: bytes) -> int:
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-def crc32_seeded(payload: bytes) -> int:
-    """CRC-2: CRC-32/ISO-HDLC over FA 2D 55 CA followed by the payload."""
-    return _crc32_reflected(_CRC32_TABLE, CRC32_SEED + payload)
-
-
-def crc32c(payload: bytes) -> int:
-    """CRC-3: CRC-32/ISCSI over the payload, no seed."""
-    return _crc32_reflected(_CRC32C_TABLE, payload)
-
-
-def payload_checksum(algorithm: str, payload: bytes) -> int:
-    return {"crc32": crc32_seeded, "crc32c": crc32c}[algorithm](payload)
-
-
-# Catalogue check values (spec, "Checksums"): (name, function, input, expected).
-CATALOGUE = [
-    ("crc24 check value", crc24, b"123456789", 0x4B3F02),
-    ("crc32 seeded check value", crc32_seeded, b"123456789", 0xE2A261A7),
-    ("crc32 seeded, empty payload", crc32_seeded, b"", 0x44777ED3),
-    ("crc32c check value", crc32c, b"123456789", 0xE3069283),
-    ("crc32 unseeded (ISO-HDLC) check value", lambda d: _crc32_reflected(_CRC32_TABLE, d), b"123456789", 0xCBF43926),
-]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "vectors"))
+from checksums import CATALOGUE, crc24, crc32_seeded, crc32c, payload_checksum  # noqa: E402,F401
 
 
 class Lz4Malformed(Exception):

@@ -333,11 +333,19 @@ local function framing_error(dir, rec, key, rule, text, sender)
     end
 end
 
---- The text of a finding as the expert info shows it: "TEXT (RULE)", or "TEXT (RULE; sender
---- rule SENDER)", and for a finding past the first framing error a bracketed tail saying so.
+--- Where the spec states a rule: its anchor in the spec as spec/build.sh renders it (the rule
+--- ID is the anchor), as `cqlframe check` gives it.
+function M.spec_anchor(rule)
+    return "framing_v6.html#" .. rule
+end
+
+--- The text of a finding as the expert info shows it: "TEXT (RULE) [spec ANCHOR]", or "TEXT
+--- (RULE; sender rule SENDER) [spec ANCHOR, ANCHOR]", and for a finding past the first framing
+--- error a bracketed tail saying so.
 function M.describe(f)
     local tag = f.sender and (f.rule .. "; sender rule " .. f.sender) or f.rule
-    local text = f.text .. " (" .. tag .. ")"
+    local spec = M.spec_anchor(f.rule) .. (f.sender and (", " .. M.spec_anchor(f.sender)) or "")
+    local text = f.text .. " (" .. tag .. ") [spec " .. spec .. "]"
     if f.past then
         text = text .. string.format(" [past the framing error %s at stream offset %d: a receiver stops there, RECV-11]", f.past.rule, f.past.offset)
     end

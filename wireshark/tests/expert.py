@@ -2,7 +2,8 @@
 
 A finding's message ends in "(RULE)" or "(RULE; sender rule SENDER)": RULE as the receiver
 detects it (RECV-2), SENDER the sender's rule behind it where that differs (CRC-2), the same
-pair `cqlframe check --json` reports as `rule` and `sender_rule`. A finding made after its
+pair `cqlframe check --json` reports as `rule` and `sender_rule`; then "[spec ANCHOR, ...]",
+where the rendered spec states them (framing_v6.html#RULE), as `cqlframe check` prints them. A finding made after its
 direction's first framing error, where a receiver has stopped (RECV-11), ends in a further
 "[past the framing error ...]".
 """
@@ -15,6 +16,7 @@ from typing import NamedTuple
 _RULE = r"[A-Z][A-Z0-9]*-\d+"
 _TAG = re.compile(
     rf"\((?P<rule>{_RULE})(?:; sender rule (?P<sender>{_RULE}))?\)"
+    r"(?: \[spec (?P<spec>[^\]]*)\])?"
     r"(?P<past> \[past the framing error [^\]]*\])?$")
 
 
@@ -22,6 +24,7 @@ class Named(NamedTuple):
     rule: str
     sender: str | None
     past: bool
+    spec: tuple[str, ...]
 
 
 def named(message: str) -> Named | None:
@@ -29,7 +32,8 @@ def named(message: str) -> Named | None:
     m = _TAG.search(message)
     if m is None:
         return None
-    return Named(m["rule"], m["sender"], m["past"] is not None)
+    spec = tuple(m["spec"].split(", ")) if m["spec"] else ()
+    return Named(m["rule"], m["sender"], m["past"] is not None, spec)
 
 
 def names(messages: list[str], rule: str) -> bool:

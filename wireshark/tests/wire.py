@@ -8,46 +8,13 @@ from __future__ import annotations
 
 import struct
 import subprocess
-import zlib
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "vectors"))
+from checksums import crc24, payload_checksum  # noqa: E402,F401  (CRC-1..CRC-3, shared)
 
 MAX_PAYLOAD = 131071
-
-
-def _crc24(data: bytes) -> int:
-    crc = 0x875060
-    for b in data:
-        crc ^= b << 16
-        for _ in range(8):
-            crc <<= 1
-            if crc & 0x1000000:
-                crc ^= 0x1974F0B
-    return crc & 0xFFFFFF
-
-
-def _table(poly: int) -> list[int]:
-    t = []
-    for x in range(256):
-        c = x
-        for _ in range(8):
-            c = (c >> 1) ^ poly if c & 1 else c >> 1
-        t.append(c)
-    return t
-
-
-_T32C = _table(0x82F63B78)
-_SEED = zlib.crc32(b"\xfa\x2d\x55\xca")
-
-
-def crc32c(data: bytes) -> int:
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc = (crc >> 8) ^ _T32C[(crc ^ b) & 0xFF]
-    return crc ^ 0xFFFFFFFF
-
-
-def payload_checksum(checksum: str, data: bytes) -> int:
-    """CRC-2 (seeded CRC32) or CRC-3 (CRC32C) of a payload."""
-    return zlib.crc32(data, _SEED) if checksum == "crc32" else crc32c(data)
 
 
 def envelope(version: int, flags: int, stream: int, opcode: int, body: bytes = b"", length: int | None = None) -> bytes:
@@ -68,7 +35,7 @@ def frame(payload: bytes, fmt: str = "uncompressed", checksum: str = "crc32", se
     else:
         word = len(payload) | (uncompressed or 0) << 17 | self_contained << 34 | bit << 35 | reserved << 36
         head = word.to_bytes(5, "little")
-    crc = _crc24(head) if header_crc is None else header_crc
+    crc = crc24(head) if header_crc is None else header_crc
     t = payload_checksum(checksum, payload) if trailer is None else trailer
     return head + crc.to_bytes(3, "little") + payload + struct.pack("<I", t)
 

@@ -74,7 +74,7 @@ struct BaselineArgs {
 
 #[derive(ClapArgs, Clone)]
 struct RunArgs {
-    /// Case catalogue (default: conformance/cases.toml of the repository).
+    /// Case catalogue (default: conformance/cases.toml as this cqlframe was built with it).
     #[arg(long)]
     catalogue: Option<PathBuf>,
     /// Adapters folder (default: conformance/drivers of the repository).

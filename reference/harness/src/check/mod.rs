@@ -11,6 +11,7 @@ pub mod analyzer;
 
 use crate::pcap::read::{self as reader, Addr, Skip, TCP_RST, TCP_SYN};
 use crate::pcap::tcp::{self, Direction};
+use crate::rules::spec_anchor;
 use analyzer::{Analyzer, C2S, S2C};
 pub use analyzer::{ConnSummary, DirSummary, Violation};
 use serde::Serialize;
@@ -210,6 +211,17 @@ pub fn violation_line(v: &Violation) -> String {
     )
 }
 
+/// Where the spec states the rules of a violation line (the sender's rule too, where it differs):
+/// their anchors in the spec as `spec/build.sh` renders it.
+pub fn spec_line(v: &Violation) -> String {
+    let f = &v.rule.first;
+    let anchors: Vec<String> = std::iter::once(f.rule)
+        .chain(f.sender_rule)
+        .map(spec_anchor)
+        .collect();
+    format!("    spec: {}", anchors.join(", "))
+}
+
 pub fn dir_line(name: &str, d: &DirSummary) -> String {
     let t = &d.stats;
     let mut s = format!(
@@ -247,6 +259,8 @@ pub fn summary_text(c: &ConnSummary, quiet: bool) -> String {
     );
     for v in &c.rules {
         s += &violation_line(v);
+        s.push('\n');
+        s += &spec_line(v);
         s.push('\n');
     }
     if !quiet {

@@ -22,58 +22,66 @@ pub mod suite;
 
 use std::path::{Path, PathBuf};
 
-/// The kit's `conformance/` folder, found from the repository the running `cqlframe` belongs
-/// to (the binary's folder upwards, e.g. from `target/release/`), else the one it was built
-/// from, else from the working directory upwards. So the command finds its catalogue and
-/// adapters from any working directory, a driver's own repository included. An installed
-/// binary whose source folder is gone finds none: the error says where it looked and which
-/// options point at a checkout of the kit.
-pub fn conformance_dir() -> Result<PathBuf, String> {
+/// The case catalogue this `cqlframe` was built with. The cases are played by the server of the
+/// same build, so an installed binary runs an adapter with no checkout of the kit beside it.
+pub const CATALOGUE: &str = include_str!("../../../../conformance/cases.toml");
+
+/// The case catalogue at `path`, or the one built in ([`CATALOGUE`]).
+pub fn load(path: Option<PathBuf>) -> Result<cases::Catalogue, String> {
+    match path {
+        Some(path) => cases::load(&path),
+        None => cases::parse(CATALOGUE),
+    }
+}
+
+/// The kit's bundled adapters (`conformance/drivers/`). An installed binary whose source is
+/// gone finds none: the error says where it looked and which options do without them.
+pub fn bundled_drivers() -> Result<PathBuf, String> {
+    in_kit("conformance/drivers").map_err(|looked| {
+        format!(
+            "the kit's bundled adapters (conformance/drivers) are not found {looked}: run your \
+             own adapter with --adapter NAME=PATH (no bundled adapter is needed then), or point \
+             at a checkout of the kit with --drivers-dir KIT/conformance/drivers"
+        )
+    })
+}
+
+/// The spec as `spec/build.sh` renders it, when it has been: the HTML reports link each rule
+/// to it and put a copy beside them.
+pub fn rendered_spec() -> Option<PathBuf> {
+    in_kit(&format!("build/spec/{}", crate::rules::SPEC_PAGE)).ok()
+}
+
+/// `relative`, a path in the kit, found from the repository the running `cqlframe` belongs to
+/// (the binary's folder upwards, e.g. from `target/release/`), else the source it was built
+/// from (a clone, or the checkout `cargo install --git` keeps), else from the working directory
+/// upwards. The error says where it looked.
+fn in_kit(relative: &str) -> Result<PathBuf, String> {
     let exe = std::env::current_exe().ok();
     // The repository root: this crate is reference/harness.
     let source = Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
         .nth(2)
         .unwrap_or(Path::new(".."));
-    let built_from = source.join("conformance");
     let cwd = std::env::current_dir().ok();
+    let upwards = |start: &Path| {
+        start
+            .ancestors()
+            .map(|dir| dir.join(relative))
+            .find(|p| p.exists())
+    };
     exe.as_deref()
-        .and_then(find_upwards)
-        .or_else(|| {
-            built_from
-                .join("cases.toml")
-                .is_file()
-                .then_some(built_from)
-        })
-        .or_else(|| cwd.as_deref().and_then(find_upwards))
+        .and_then(upwards)
+        .or_else(|| Some(source.join(relative)).filter(|p| p.exists()))
+        .or_else(|| cwd.as_deref().and_then(upwards))
         .ok_or_else(|| {
             format!(
-                "no conformance/cases.toml found above {}, in {} (the source this cqlframe was \
-                 built from) or above {}: give a checkout of the kit with --catalogue \
-                 KIT/conformance/cases.toml and --drivers-dir KIT/conformance/drivers (with \
-                 --adapter NAME=PATH alone, --catalogue is enough)",
+                "above {}, in {} (the source this cqlframe was built from) or above {}",
                 exe.as_deref().unwrap_or(Path::new("?")).display(),
                 source.display(),
                 cwd.as_deref().unwrap_or(Path::new("?")).display(),
             )
         })
-}
-
-/// The first `conformance/` holding `cases.toml` in `start` or a folder above it.
-fn find_upwards(start: &Path) -> Option<PathBuf> {
-    start
-        .ancestors()
-        .map(|dir| dir.join("conformance"))
-        .find(|c| c.join("cases.toml").is_file())
-}
-
-/// The case catalogue at `path`, or the repository's `conformance/cases.toml`.
-pub fn load(path: Option<PathBuf>) -> Result<cases::Catalogue, String> {
-    let path = match path {
-        Some(path) => path,
-        None => conformance_dir()?.join("cases.toml"),
-    };
-    cases::load(&path)
 }
 
 /// Whether `id` is one of `patterns` (ids, or prefixes ending in `*`).

@@ -1,8 +1,9 @@
 //! Reports of a run: the console matrix, `report.json`, `junit.xml` and `index.html`.
 
-use super::adapter::{Driver, SelfCheck};
+use super::adapter::{Driver, SelfCheck, CONTRACT_RULE};
 use super::cases::{Case, Selection};
-use super::runner::CaseResult;
+use super::runner::{CaseResult, READ_BOUNDARIES_RULE};
+use crate::rules::{spec_anchor, SPEC_PAGE};
 use crate::verdict::{Level, Outcome, Status};
 use serde_json::json;
 use std::fmt::Write as _;
@@ -162,7 +163,12 @@ pub fn write_all(run: &Run, dir: &Path) -> std::io::Result<()> {
         serde_json::to_string_pretty(&report).expect("serialisable"),
     )?;
     std::fs::write(dir.join("junit.xml"), junit(run))?;
-    std::fs::write(dir.join("index.html"), html(run))?;
+    // The rule links of index.html resolve beside it, in this folder and in a copy of it.
+    let spec = super::rendered_spec();
+    if let Some(spec) = &spec {
+        std::fs::copy(spec, dir.join(SPEC_PAGE))?;
+    }
+    std::fs::write(dir.join("index.html"), html(run, spec.is_some()))?;
     Ok(())
 }
 
@@ -342,7 +348,21 @@ fn expectation(c: &Case) -> String {
     parts.join("; ")
 }
 
-fn html(run: &Run) -> String {
+/// `rules`, each a link to where the spec states it; the harness's own checks (the adapter
+/// contract, read boundaries) name no rule of the spec.
+fn rule_links<S: AsRef<str>>(rules: &[S]) -> String {
+    rules
+        .iter()
+        .map(|r| match r.as_ref() {
+            own @ (CONTRACT_RULE | READ_BOUNDARIES_RULE) => own.to_string(),
+            rule => format!("<a href=\"{}\">{}</a>", esc(&spec_anchor(rule)), esc(rule)),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The report page; `spec_beside` says whether the rendered spec was copied beside it.
+fn html(run: &Run, spec_beside: bool) -> String {
     let mut s = String::new();
     s.push_str(r#"<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>CQL framing conformance report</title>
@@ -357,10 +377,15 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
 "#);
     let _ = writeln!(
         s,
-        "<p>{} cases, {} drivers, {:.0} s. Outcomes: <span class=pass>PASS</span> <span class=info>INFORMATIONAL</span> <span class=unsup>UNSUPPORTED</span> <span class=nonstrict>NON-STRICT</span> (a SHOULD not met) <span class=fail>FAIL</span> (a MUST broken); no verdict: <span class=unexercised>NOT-EXERCISED</span> (the case could not be delivered as written) <span class=broken>ADAPTER-BROKEN</span> (the adapter broke its contract). Rules refer to <code>spec/framing_v6.adoc</code>.</p>",
+        "<p>{} cases, {} drivers, {:.0} s. Outcomes: <span class=pass>PASS</span> <span class=info>INFORMATIONAL</span> <span class=unsup>UNSUPPORTED</span> <span class=nonstrict>NON-STRICT</span> (a SHOULD not met) <span class=fail>FAIL</span> (a MUST broken); no verdict: <span class=unexercised>NOT-EXERCISED</span> (the case could not be delivered as written) <span class=broken>ADAPTER-BROKEN</span> (the adapter broke its contract). Each rule ID links to its text in the spec as the kit's <code>spec/build.sh</code> renders it, <code>{SPEC_PAGE}</code> beside this page: {}.</p>",
         run.cases.len(),
         run.drivers.len(),
-        run.seconds
+        run.seconds,
+        if spec_beside {
+            "copied here from the kit"
+        } else {
+            "not rendered in the kit this run came from, so render it there and copy it here"
+        }
     );
     s.push_str("<h2>Summary</h2><table><tr><th>driver</th>");
     for o in Outcome::ALL {
@@ -394,7 +419,7 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
             "<tr><td><a href=\"#{0}\">{0}</a></td><td>{1}</td><td>{2}{3}</td>",
             esc(&c.id),
             c.level,
-            esc(&c.rules.join(", ")),
+            rule_links(&c.rules),
             esc(&bugs_text(c))
         );
         for d in run.drivers {
@@ -430,7 +455,7 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
             esc(&c.id),
             esc(&c.title),
             esc(&c.description),
-            esc(&c.rules.join(", ")),
+            rule_links(&c.rules),
             c.level,
             if c.bugs.is_empty() {
                 String::new()
@@ -474,7 +499,7 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
                     s,
                     "<tr><td class={cl}>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                     ch.status,
-                    esc(&ch.rule),
+                    rule_links(&[&ch.rule]),
                     ch.level,
                     esc(&ch.message)
                 );
@@ -573,5 +598,14 @@ mod tests {
         case.bugs.clear();
         assert!(!junit_properties(&case).contains("bugs"));
         assert_eq!(bugs_text(&case), "");
+    }
+
+    /// A rule of the spec links to its anchor; the harness's own checks name none and stay text.
+    #[test]
+    fn rules_of_the_spec_link_to_it_and_the_harness_checks_do_not() {
+        assert_eq!(
+            rule_links(&["FMT-3", CONTRACT_RULE, READ_BOUNDARIES_RULE]),
+            "<a href=\"framing_v6.html#FMT-3\">FMT-3</a>, adapter-contract, read-boundaries"
+        );
     }
 }

@@ -205,6 +205,10 @@ fn declared_unsupported(adapter: &AdapterRun) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The name of the check that a read boundary a case needed was not confirmed (NOT-EXERCISED):
+/// the run, not the driver, fell short.
+pub const READ_BOUNDARIES_RULE: &str = "read-boundaries";
+
 /// A read boundary the case needed and the driver's reads could not be made to follow: the
 /// case did not run as written (see [`super::delivery`]).
 fn unexercised(obs: &Observations) -> Option<Check> {
@@ -224,7 +228,7 @@ fn unexercised(obs: &Observations) -> Option<Check> {
         _ => "the driver's reads cannot be observed on this machine (no socket diagnostics)".into(),
     };
     Some(Check::new(
-        "read-boundaries",
+        READ_BOUNDARIES_RULE,
         Level::Must,
         Status::NotExercised,
         format!(

@@ -8,7 +8,7 @@ use super::diff::Entry;
 use super::expectations::{Expectations, Gate};
 use super::report;
 use super::runner::{self, CaseResult, Limits};
-use super::{conformance_dir, load, matches};
+use super::{bundled_drivers, load, matches};
 use crate::verdict::Outcome;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 /// What to run and how (the options of `cqlframe conformance run`).
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Case catalogue (default: conformance/cases.toml of the repository).
+    /// Case catalogue (default: conformance/cases.toml as this cqlframe was built with it).
     pub catalogue: Option<PathBuf>,
     /// Adapters folder (default: conformance/drivers of the repository).
     pub drivers_dir: Option<PathBuf>,
@@ -185,7 +185,7 @@ fn drivers(options: &Options) -> Result<Vec<Driver>, String> {
     } else {
         let drivers_dir = match &options.drivers_dir {
             Some(dir) => dir.clone(),
-            None => conformance_dir()?.join("drivers"),
+            None => bundled_drivers()?,
         };
         adapter::discover(&drivers_dir, &options.drivers)?
     };

@@ -10,15 +10,18 @@
 //!   sender rules that no receiver enforces from [`SenderChecks`]; NEG-4 from the handshake.
 //! - [`Tally`]: a connection's findings, one entry per rule with its count and first offset.
 //! - [`Unjudged`]: what the judge could not decide from the bytes it was given.
+//! - [`spec_anchor`]: where the rendered spec states a rule, for the reports to link to.
 
 mod finding;
 mod judge;
 mod sender;
+mod spec;
 mod unjudged;
 
 pub use finding::{Direction, Finding, RuleCount, Tally};
 pub use judge::Judge;
 pub use sender::{SenderChecks, Stats};
+pub use spec::{spec_anchor, SPEC_PAGE};
 pub use unjudged::Unjudged;
 
 #[cfg(test)]
