@@ -53,6 +53,10 @@ REPRODUCTIONS = Path("conformance/results/bugs")
 PAGE = Path("conformance/BUGS.md")
 FIELDS = ("id", "url", "project", "affected", "fixed", "kind", "summary", "rules")
 KINDS = ("client", "server")
+# `cqlframe probe` runs these first whatever --cases selects (every other case needs the
+# SUPPORTED and the switch they establish), so a server's reproduction carries them beside the
+# cases that cite the bug.
+PROBE_ALWAYS = ("probe.options", "probe.startup")
 BLOCK = re.compile(r"(?P<begin><!-- bugs:begin -->\n)(?P<body>.*?)(?P<end><!-- bugs:end -->)", re.S)
 
 
@@ -120,12 +124,14 @@ def problems(bugs, cases, reproductions):
             out.append("%s: a reproduction of %s, which conformance/bugs.toml does not list"
                        % (path, bug_id))
             continue
-        if report.get("tool") != "cqlframe conformance" or report.get("format") != results.REPORT_FORMAT:
-            out.append("%s: not a report.json of cqlframe conformance in format %d"
-                       % (path, results.REPORT_FORMAT))
+        tool = "cqlframe probe" if kinds[bug_id] == "server" else "cqlframe conformance"
+        if report.get("tool") != tool or report.get("format") != results.REPORT_FORMAT:
+            out.append("%s: not a report.json of %s in format %d"
+                       % (path, tool, results.REPORT_FORMAT))
             continue
         ran = [c["id"] for c in report["cases"]]
-        strays = [c for c in ran if c not in cited.get(bug_id, [])]
+        strays = [c for c in ran if c not in cited.get(bug_id, [])
+                  and not (kinds[bug_id] == "server" and c in PROBE_ALWAYS)]
         if not ran or strays:
             out.append("%s: runs %s, not only cases that cite %s"
                        % (path, ", ".join(strays) or "no case", bug_id))
@@ -277,6 +283,20 @@ def self_test():
     wrong_side = cases + [{"id": "probe.x", "bugs": [bugs[0]["id"]]}]
     assert any("probe.x cites" in p for p in problems(bugs, wrong_side, reproductions)) == (
         bugs[0]["kind"] == "client"), "a driver's bug cited by a probe case is not caught"
+    server = next((b for b in bugs if b["kind"] == "server"), None)
+    client = next((b for b in bugs if b["kind"] == "client"), None)
+    for bug, extra, flagged in ((server, "probe.startup", False), (client, "probe.startup", True),
+                                (server, "probe.pack", True)):
+        if bug is None:
+            continue
+        citing = next(c["id"] for c in cases if bug["id"] in c.get("bugs", []))
+        tool = "cqlframe probe" if bug["kind"] == "server" else "cqlframe conformance"
+        run_ = {"tool": tool, "format": results.REPORT_FORMAT,
+                "cases": [{"id": extra}, {"id": citing}],
+                "drivers": [{"name": "x"}], "results": []}
+        found = problems(bugs, cases, [(bug["id"], "1.0", "r.json", run_)])
+        assert any("not only cases that cite" in p for p in found) == flagged, \
+            "%s beside %s in a reproduction of %s" % (extra, citing, bug["id"])
     try:
         rewrite(text.replace("<!-- bugs:end -->", ""), render(bugs, cases, reproductions))
         raise AssertionError("a begin marker without its end is not caught")
@@ -284,7 +304,8 @@ def self_test():
         pass
     print("bugs self-test: a typed edit, an uncited bug, an unknown citation, a bug cited from "
           "the wrong catalogue and a lone marker are caught; a fix is shown only by a failing and a "
-          "passing run of the bug's rules")
+          "passing run of the bug's rules; only a server's reproduction may carry the probe's "
+          "always-run cases")
 
 
 def main(argv):

@@ -254,6 +254,11 @@ pub struct ServerScript {
     /// Apache Cassandra does), or answer OPTIONS of any version and refuse only the STARTUP.
     #[serde(default = "default_true")]
     pub refuse_options: bool,
+    /// Version of the ERROR refusing a version of the 9-byte layout: absent, the highest
+    /// non-beta version served (Apache Cassandra since 4.0.0); 6, v6-beta, as Cassandra 4.0-rc1
+    /// answered, which a client must still take for a refusal (LIFE-11).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal_version: Option<u8>,
     /// Most content bytes per frame (9..=131071) and the envelope size from which envelopes go
     /// into a non-self-contained sequence. Default: Cassandra's 131060 / 131060.
     #[serde(default = "default_capacity")]

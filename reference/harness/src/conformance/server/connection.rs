@@ -166,7 +166,7 @@ impl Conn {
         let answer_version = if RETIRED_VERSIONS.contains(&v) {
             v
         } else {
-            max.min(5)
+            self.shared.script.refusal_version.unwrap_or(max.min(5))
         } | RESPONSE_BIT;
         let stream = if self.shared.script.refusal_stream == "zero" {
             0

@@ -1,4 +1,5 @@
-//! The server held to its [`Limits`]: what a hostile or broken driver cannot make it take on.
+//! The server held to its [`Limits`]: what a hostile or broken driver cannot make it take on;
+//! and its refusal of a version it does not speak, whose version byte a case may choose.
 
 use super::Server;
 use crate::conformance::cases::ServerScript;
@@ -81,4 +82,37 @@ fn an_idle_connection_is_closed() {
         obs.connections[0].closed_by.as_deref(),
         Some("server (idle)")
     );
+}
+
+/// The first 9 bytes the server answers to an unframed OPTIONS of `version` on stream 3.
+fn answer_to_options(script: ServerScript, version: u8) -> [u8; 9] {
+    let server = Server::start_with(script, 0, Limits::DEFAULT).expect("server");
+    let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(&[version, 0, 0, 3, 5, 0, 0, 0, 0]).unwrap();
+    let mut header = [0u8; 9];
+    s.read_exact(&mut header).expect("the refusal's header");
+    server.stop(Duration::ZERO);
+    header
+}
+
+#[test]
+fn a_refusal_is_in_the_highest_non_beta_version_unless_the_script_names_one() {
+    // DSE_V2, which the Java and Python drivers try first, on a server of v3 to v6-beta.
+    let default = answer_to_options(script(), 0x42);
+    assert_eq!((default[0], default[4]), (0x85, 0x00), "ERROR in v5");
+    assert_eq!(
+        i16::from_be_bytes([default[2], default[3]]),
+        3,
+        "on the request's stream"
+    );
+    let rc1: ServerScript =
+        toml::from_str("refusal_version = 6\nrefusal_stream = \"zero\"").expect("script");
+    let beta = answer_to_options(rc1, 0x42);
+    assert_eq!(
+        (beta[0], beta[4]),
+        (0x86, 0x00),
+        "ERROR in v6-beta, as Cassandra 4.0-rc1"
+    );
+    assert_eq!(i16::from_be_bytes([beta[2], beta[3]]), 0, "on stream 0");
 }
