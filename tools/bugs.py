@@ -64,6 +64,7 @@ TOOL_OF_KIND = {"client": "cqlframe conformance", "server": "cqlframe probe"}
 # The cases `cqlframe probe` runs whatever cases it is given: what it learns there (the
 # server's SUPPORTED, that it starts) is what the others build on.
 PROBE_BASELINE = ("probe.options", "probe.startup")
+RELEASE = re.compile(r"\d+\.\d+[\w.-]*")
 BLOCK = re.compile(r"(?P<begin><!-- bugs:begin -->\n)(?P<body>.*?)(?P<end><!-- bugs:end -->)", re.S)
 
 
@@ -341,8 +342,9 @@ def main(argv):
         if given and names_version(versions, given[0]):
             versions = given
         elif run.get("tool") == "cqlframe probe" and len(versions) == 1:
-            # The release is the word of the server's name that starts with a digit.
-            versions = [w for w in versions[0].split() if w[:1].isdigit()] or versions
+            # The release is the word of the server's name that reads as one ("Apache
+            # Cassandra 4.0-beta4"); an address ("127.0.0.1:9042 (5.0.9)") is none.
+            versions = [w for w in versions[0].split() if RELEASE.fullmatch(w)] or versions
         if len(versions) != 1 or " " in versions[0] or (given and versions != given):
             sys.exit("%s: a reproduction is one driver at one version; this run has %s at %s"
                      % (argv[2], ", ".join(tested) or "no driver", ", ".join(versions) or "?"))
