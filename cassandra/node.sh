@@ -26,7 +26,7 @@ port_busy() { ss -ltnH "sport = :$1" | grep -q .; }
 
 node_prepare() {
     version_select "${CASSANDRA_VERSION:-5.0}"
-    CASSANDRA_VERSION=$cassandra_series "$root/cassandra/fetch.sh"
+    CASSANDRA_VERSION=$cassandra_release "$root/cassandra/fetch.sh"
     node_java=$("$root/cassandra/jdk.sh" "$cassandra_java")
     node_agent=()
     if [ "${1:-}" = crc32c ]; then

@@ -3,8 +3,11 @@
 
 Sources: conformance/bugs.toml (the bugs drivers and servers shipped), the `bugs` lists of the
 cases of conformance/cases.toml and conformance/probe.toml (which case catches which bug) and
-the reproductions, conformance/results/bugs/<bug id>/<driver version>/report.json (a real
-`cqlframe conformance` run of the citing cases with the driver pinned to that version). The
+the reproductions, conformance/results/bugs/<bug id>/<version>/report.json: for a driver's
+bug a real `cqlframe conformance` run of the citing cases with the driver pinned to that
+version, for a server's a real `cqlframe probe` of the citing cases against that release of
+the server (the version is a word of the name the probe gives the server, "Apache Cassandra
+4.0.19"; cassandra/reproduce.sh makes one). The
 page's table lies between the markers
 
     <!-- bugs:begin -->
@@ -12,8 +15,10 @@ page's table lies between the markers
 
 and everything between them is written by this script. Besides the page it checks the corpus:
 every bug is cited by at least one case, every cited id is a bug, every field is there and of
-its kind, every reproduction is of a listed bug, ran only cases that cite it, and matches
-schemas/report.schema.json.
+its kind, every reproduction is of a listed bug, ran only cases that cite it (and the probe's
+baseline cases, which it always runs), by the tool of
+the bug's kind (conformance for a client's, probe for a server's), of the version its folder
+names, and matches schemas/report.schema.json.
 
     python3 tools/bugs.py               rewrite the page
     python3 tools/bugs.py --check       exit 1 when the page differs from what its sources give
@@ -23,11 +28,11 @@ schemas/report.schema.json.
     python3 tools/bugs.py import BUG build/bugs/BUG/VERSION/report.json [VERSION]
                                         commit a reproduction run: its report, without the
                                         wire logs, as conformance/results/bugs/BUG/<the driver
-                                        version its adapter reported>/report.json, then rewrite
-                                        (VERSION: for a `cqlframe probe` of a server, whose
-                                        report names no version, or when the adapter reports
-                                        more than a version, "cdrs-tokio 9.0.1 with ...", one
-                                        word of what it reported)
+                                        version its adapter reported, or the server release
+                                        the probe named>/report.json, then rewrite (VERSION:
+                                        when the adapter reports more than a version,
+                                        "cdrs-tokio 9.0.1 with ...", or the probe's server
+                                        name has more than one, one word of what it reported)
 
 Last line of --check: bugs: N bugs, M cited by cases, R reproductions; the page matches (or
 differs); P problems.
@@ -53,10 +58,13 @@ REPRODUCTIONS = Path("conformance/results/bugs")
 PAGE = Path("conformance/BUGS.md")
 FIELDS = ("id", "url", "project", "affected", "fixed", "kind", "summary", "rules")
 KINDS = ("client", "server")
-# `cqlframe probe` runs these first whatever --cases selects (every other case needs the
-# SUPPORTED and the switch they establish), so a server's reproduction carries them beside the
-# cases that cite the bug.
-PROBE_ALWAYS = ("probe.options", "probe.startup")
+# The command whose run reproduces a bug of each kind: a driver's is run by the conformance
+# suite, a server's is probed.
+TOOL_OF_KIND = {"client": "cqlframe conformance", "server": "cqlframe probe"}
+# The cases `cqlframe probe` runs whatever cases it is given: what it learns there (the
+# server's SUPPORTED, that it starts) is what the others build on.
+PROBE_BASELINE = ("probe.options", "probe.startup")
+RELEASE = re.compile(r"\d+\.\d+[\w.-]*")
 BLOCK = re.compile(r"(?P<begin><!-- bugs:begin -->\n)(?P<body>.*?)(?P<end><!-- bugs:end -->)", re.S)
 
 
@@ -124,24 +132,33 @@ def problems(bugs, cases, reproductions):
             out.append("%s: a reproduction of %s, which conformance/bugs.toml does not list"
                        % (path, bug_id))
             continue
-        tool = "cqlframe probe" if kinds[bug_id] == "server" else "cqlframe conformance"
+        tool = TOOL_OF_KIND.get(kinds[bug_id], "?")
         if report.get("tool") != tool or report.get("format") != results.REPORT_FORMAT:
-            out.append("%s: not a report.json of %s in format %d"
-                       % (path, tool, results.REPORT_FORMAT))
+            out.append("%s: not a report.json of %s in format %d, as a %s bug's reproduction is"
+                       % (path, tool, results.REPORT_FORMAT, kinds[bug_id]))
             continue
         ran = [c["id"] for c in report["cases"]]
-        strays = [c for c in ran if c not in cited.get(bug_id, [])
-                  and not (kinds[bug_id] == "server" and c in PROBE_ALWAYS)]
+        allowed = cited.get(bug_id, []) + list(PROBE_BASELINE if tool == "cqlframe probe" else ())
+        strays = [c for c in ran if c not in allowed]
         if not ran or strays:
             out.append("%s: runs %s, not only cases that cite %s"
                        % (path, ", ".join(strays) or "no case", bug_id))
         tested = [d for d in report["drivers"] if d["name"] != "reference"]
         if len(tested) != 1:
             out.append("%s: a reproduction runs one driver, this one %d" % (path, len(tested)))
-        elif not names_version(driver_versions(report, tested[0]["name"]), version):
-            out.append("%s: its folder says %s, its adapter reported %s" % (
-                path, version, ", ".join(driver_versions(report, tested[0]["name"]))))
+        elif not names_version(reported_versions(report, tested[0]["name"]), version):
+            out.append("%s: its folder says %s, its %s reported %s" % (
+                path, version, "probe" if report["tool"] == "cqlframe probe" else "adapter",
+                ", ".join(reported_versions(report, tested[0]["name"])) or "none"))
     return out
+
+
+def reported_versions(report, tested):
+    """What a run says the tested version is: for a probe the name it gave the server
+    ("Apache Cassandra 4.0.19"), for a conformance run the versions its adapter reported."""
+    if report.get("tool") == "cqlframe probe":
+        return [tested]
+    return driver_versions(report, tested)
 
 
 def driver_versions(report, driver):
@@ -155,10 +172,10 @@ def driver_versions(report, driver):
 
 
 def names_version(reported, version):
-    """Whether the versions an adapter reported name `version`: as the whole version, or as
-    one word of it ("cdrs-tokio 9.0.1 with cassandra-protocol 4.0.0" names 9.0.1). A run
-    whose adapter reported none (a probe of a server) takes its folder's word."""
-    return not reported or any(version == v or version in v.split() for v in reported)
+    """Whether the versions a run reported name `version`: as the whole version, or as one
+    word of it ("cdrs-tokio 9.0.1 with cassandra-protocol 4.0.0" names 9.0.1, "Apache
+    Cassandra 4.0-beta4" names 4.0-beta4). A run that reported none names no version."""
+    return any(version == v or version in v.split() for v in reported)
 
 
 def version_key(version):
@@ -279,7 +296,26 @@ def self_test():
         "a failure of another rule counted as the bug"
     assert names_version(["cdrs-tokio 9.0.1 with cassandra-protocol 4.0.0"], "9.0.1")
     assert not names_version(["cdrs-tokio 9.0.1 with cassandra-protocol 4.0.0"], "9.0.2")
-    assert names_version([], "5.0.2") and names_version(["v2.1.0"], "v2.1.0")
+    assert not names_version([], "5.0.2") and names_version(["v2.1.0"], "v2.1.0")
+    probed = json.loads((ROOT / "conformance/results/probe-cassandra-4.0.json").read_text(encoding="utf-8"))
+    case = probed["results"][0]["case"]
+    probed = dict(probed, cases=[c for c in probed["cases"] if c["id"] == case],
+                  results=[r for r in probed["results"] if r["case"] == case])
+    server_bug = {"id": "SERVER-1", "url": "https://example.org/SERVER-1", "project": "cassandra",
+                  "affected": "4.0.19", "fixed": "", "kind": "server", "summary": "s",
+                  "rules": ["LIFE-1"]}
+    citing = cases + [{"id": case, "bugs": ["SERVER-1"]}]
+
+    def probe_problems(folder, bug=server_bug):
+        run = ("SERVER-1", folder, Path("x/%s/report.json" % folder), probed)
+        return problems(bugs + [bug], citing, reproductions + [run])
+
+    assert not probe_problems("4.0.19"), "a probe of the release its folder names is refused"
+    assert any("its folder says 4.1.10, its probe reported Apache Cassandra 4.0.19" in p
+               for p in probe_problems("4.1.10")), "a probe of another release is taken"
+    assert any("not a report.json of cqlframe conformance" in p
+               for p in probe_problems("4.0.19", dict(server_bug, kind="client"))), \
+        "a probe taken for a driver's reproduction"
     wrong_side = cases + [{"id": "probe.x", "bugs": [bugs[0]["id"]]}]
     assert any("probe.x cites" in p for p in problems(bugs, wrong_side, reproductions)) == (
         bugs[0]["kind"] == "client"), "a driver's bug cited by a probe case is not caught"
@@ -290,8 +326,7 @@ def self_test():
         if bug is None:
             continue
         citing = next(c["id"] for c in cases if bug["id"] in c.get("bugs", []))
-        tool = "cqlframe probe" if bug["kind"] == "server" else "cqlframe conformance"
-        run_ = {"tool": tool, "format": results.REPORT_FORMAT,
+        run_ = {"tool": TOOL_OF_KIND[bug["kind"]], "format": results.REPORT_FORMAT,
                 "cases": [{"id": extra}, {"id": citing}],
                 "drivers": [{"name": "x"}], "results": []}
         found = problems(bugs, cases, [(bug["id"], "1.0", "r.json", run_)])
@@ -304,8 +339,8 @@ def self_test():
         pass
     print("bugs self-test: a typed edit, an uncited bug, an unknown citation, a bug cited from "
           "the wrong catalogue and a lone marker are caught; a fix is shown only by a failing and a "
-          "passing run of the bug's rules; only a server's reproduction may carry the probe's "
-          "always-run cases")
+          "passing run of the bug's rules; a server's reproduction is a probe of the release its "
+          "folder names")
 
 
 def main(argv):
@@ -315,10 +350,14 @@ def main(argv):
     if argv[:1] == ["import"] and len(argv) in (3, 4):
         bug_id, run = argv[1], json.loads(Path(argv[2]).read_text(encoding="utf-8"))
         tested = [d["name"] for d in run["drivers"] if d["name"] != "reference"]
-        versions = driver_versions(run, tested[0]) if len(tested) == 1 else []
+        versions = reported_versions(run, tested[0]) if len(tested) == 1 else []
         given = argv[3:]
         if given and names_version(versions, given[0]):
             versions = given
+        elif run.get("tool") == "cqlframe probe" and len(versions) == 1:
+            # The release is the word of the server's name that reads as one ("Apache
+            # Cassandra 4.0-beta4"); an address ("127.0.0.1:9042 (5.0.9)") is none.
+            versions = [w for w in versions[0].split() if RELEASE.fullmatch(w)] or versions
         if len(versions) != 1 or " " in versions[0] or (given and versions != given):
             sys.exit("%s: a reproduction is one driver at one version; this run has %s at %s"
                      % (argv[2], ", ".join(tested) or "no driver", ", ".join(versions) or "?"))

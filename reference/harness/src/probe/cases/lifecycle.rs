@@ -9,7 +9,9 @@ use crate::probe::client::{decode_as, query_body};
 use crate::wire_log::Dir;
 use cqlframe::body;
 use cqlframe::checksum::PayloadChecksum;
-use cqlframe::envelope::{envelope_bytes, opcode_name, EnvelopeHeader, Opcode, RESPONSE_BIT};
+use cqlframe::envelope::{
+    envelope_bytes, opcode_name, EnvelopeHeader, Opcode, FLAG_USE_BETA, RESPONSE_BIT,
+};
 use cqlframe::format::{Format, FrameSettings};
 use std::time::Duration;
 
@@ -26,8 +28,43 @@ fn options(ctx: &mut Ctx, v: &mut Evidence) {
     let Some(mut p) = connect(ctx, v, 5, "LIFE-1") else {
         return;
     };
-    match p.call(Opcode::Options, &[]) {
+    let (mut stream, e) = p.envelope(Opcode::Options, &[]);
+    p.send(&[&e]).ok();
+    // Read past the client's Connection, which would refuse an answer on another stream
+    // before this case could say which stream it came on.
+    let mut answer = p.raw_envelope();
+    // A pre-release 4.0 server still holds v5 as a beta version and refuses it, on any
+    // stream, unless the client sets USE_BETA (the refusal carries the flag): the OPTIONS is
+    // then asked again with the flag, so that what the server does with the stream of a
+    // request before STARTUP is still seen.
+    if matches!(&answer, Ok((h, _)) if h.opcode == Opcode::Error as u8 && h.flags & FLAG_USE_BETA != 0)
+    {
+        v.keep(p);
+        let Some(beta) = connect(ctx, v, 5, "LIFE-1") else {
+            return;
+        };
+        p = beta;
+        p.flags |= FLAG_USE_BETA;
+        p.note(
+            Dir::Note,
+            "v5 refused as a beta version: OPTIONS again with USE_BETA",
+        );
+        let (s, e) = p.envelope(Opcode::Options, &[]);
+        stream = s;
+        p.send(&[&e]).ok();
+        answer = p.raw_envelope();
+    }
+    match answer {
         Ok((h, b)) if h.opcode == Opcode::Supported as u8 => {
+            v.check(
+                "LIFE-13",
+                MUST,
+                h.stream == stream,
+                format!(
+                    "the SUPPORTED answering the OPTIONS of stream {stream} came on stream {}",
+                    h.stream
+                ),
+            );
             v.check(
                 "LIFE-1",
                 MUST,
