@@ -4,7 +4,7 @@
 
 use super::super::json;
 use crate::pcap::write::{session_turns, HandshakeWrites, Peer, Turn, WriteError};
-use crate::rules::{Direction, Judge};
+use crate::rules::{Direction, Finding, Judge};
 use crate::transcript::{error_json, EnvelopeRecord, FrameRecord};
 use cqlframe::body;
 use cqlframe::connection::{
@@ -61,10 +61,9 @@ impl Session {
         )
     }
 
-    /// The sender rules that the kit's judge finds broken and no receiver refuses (FMT-6,
-    /// ENV-4, NEG-4, a server that takes a STARTUP it must refuse: NEG-2, NEG-6, NEG-9), on
-    /// both streams exchanged as the session's capture exchanges them.
-    pub(crate) fn judged(&self) -> Value {
+    /// What the kit's judge finds on both streams, exchanged as the session's capture
+    /// exchanges them, in the order it finds them (JUDGE-9).
+    fn findings(&self) -> Vec<Finding> {
         let turns = self.turns().unwrap_or_default();
         let mut judge = Judge::new(MAX_BODY);
         let mut found = Vec::new();
@@ -79,12 +78,29 @@ impl Session {
             judge.finish(d, &mut found);
         }
         found
+    }
+
+    /// The sender rules that the kit's judge finds broken and no receiver refuses (FMT-6,
+    /// ENV-4, NEG-4, a server that takes a STARTUP it must refuse: NEG-2, NEG-6, NEG-9), and
+    /// what the receivers refuse with the sender's rule behind each (JUDGE-8): `judged` and
+    /// `charged`.
+    pub(crate) fn judged(&self) -> (Value, Value) {
+        let found = self.findings();
+        let (senders, receivers): (Vec<_>, Vec<_>) =
+            found.iter().partition(|f| f.kind == "sender_rule");
+        let judged = senders
             .iter()
-            .filter(|f| f.kind == "sender_rule")
             .map(|f| {
                 json!({"direction": f.direction, "rule": f.rule, "level": f.level, "offset": f.offset})
             })
-            .collect()
+            .collect();
+        let charged = receivers
+            .iter()
+            .map(|f| {
+                json!({"direction": f.direction, "rule": f.rule, "sender_rule": f.broken_by_sender(), "offset": f.offset})
+            })
+            .collect();
+        (judged, charged)
     }
 
     /// Replays both directions through a reference client and server: what each receives. A
