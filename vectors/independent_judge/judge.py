@@ -278,6 +278,7 @@ class FramedReader:
 class Judgement:
     findings: list = field(default_factory=list)  # one per occurrence, in the order made
     notes: list = field(default_factory=list)  # what could not be judged (JUDGE-11)
+    unjudged: list = field(default_factory=list)  # the same as (what, direction, rule, offset)
     switch: dict = field(default_factory=lambda: {"client": None, "server": None})
 
     def entries(self):
@@ -292,7 +293,7 @@ class Judgement:
 
     def as_dict(self):
         return {"findings": [f.as_dict() for f in self.findings], "entries": self.entries(),
-                "notes": self.notes, "switch": self.switch}
+                "notes": self.notes, "unjudged": self.unjudged, "switch": self.switch}
 
 
 class Judge:
@@ -310,6 +311,11 @@ class Judge:
 
     def find(self, finding):
         self.out.findings.append(finding)
+
+    def note(self, text, what):
+        """What could not be judged (JUDGE-11): said in words, and as (what, direction, rule, offset)."""
+        self.out.notes.append(text)
+        self.out.unjudged.append(what)
 
     def known_checksums(self):
         if self.node_checksums is not None:
@@ -347,8 +353,9 @@ class Judge:
                 if self.startup and self.startup.get("answer"):
                     return self.switched(live["client"])
             if self.startup and not live["server"]:
-                self.out.notes.append(f"the STARTUP at client byte {self.startup['env'].offset} "
-                                      "was never answered: where the client switches is unknown")
+                at = self.startup["env"].offset
+                self.note(f"the STARTUP at client byte {at} was never answered: where the client switches is unknown",
+                          ("startup_unanswered", "client-to-server", None, at))
                 if live["client"] and pos["client"] < len(self.data["client"]) and self.responds_after is None:
                     self.find(Finding("LIFE-6", "client", self.startup["env"].end))
                 break
@@ -390,8 +397,9 @@ class Judge:
             return
         known = self.known_checksums()
         if known is None:
-            self.out.notes.append(f"FRAME_CHECKSUM {asked[0]!r} of the STARTUP at client byte {env.offset}: "
-                                  "NEG-4 cannot be judged, no SUPPORTED of the node came before it")
+            self.note(f"FRAME_CHECKSUM {asked[0]!r} of the STARTUP at client byte {env.offset}: "
+                      "NEG-4 cannot be judged, no SUPPORTED of the node came before it",
+                      ("checksum", "client-to-server", "NEG-4", env.offset))
         elif any(a not in known for a in asked):
             self.find(Finding("NEG-4", "client", env.offset))
 
@@ -448,8 +456,10 @@ class Judge:
         known = self.known_checksums()
         asked = [v.lower() for k, v in options if k == "FRAME_CHECKSUM" and v.lower() != "crc32"]
         if framed and asked and known is None:
-            self.out.notes.append(f"FRAME_CHECKSUM {asked[0]!r} of the STARTUP at client byte {startup.offset}: "
-                                  "NEG-6 cannot be judged, no SUPPORTED of the node came before the answer")
+            # said at the answer's first byte (JUDGE-11, "A FRAME_CHECKSUM that cannot be judged")
+            self.note(f"FRAME_CHECKSUM {asked[0]!r} of the STARTUP at client byte {startup.offset}: "
+                      f"NEG-6 cannot be judged at the answer at server byte {answer.offset}, no SUPPORTED "
+                      "of the node came before it", ("checksum", "server-to-client", "NEG-6", answer.offset))
         elif framed and asked and known and any(c not in known for c in asked):
             broken.append("NEG-6")
         if len({k for k, _ in options}) < len(options):

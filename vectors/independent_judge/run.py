@@ -12,6 +12,8 @@ For each case it compares, with what the reference recorded:
 * the envelopes refused on their own (ENV-2, ENV-5), as (rule, offset), per direction;
 * `expected.charged`: every finding of a receiver's rule, in order, as (direction, rule, sender's
   rule, offset): the sender's rule behind each (JUDGE-8), LIFE-8 and NEG-4 included;
+* `expected.unjudged`: what could not be judged (JUDGE-11), in order, as (what, direction, rule,
+  offset);
 * where each direction switches (`client_switch_offset`, `server_switch_offset`).
 
 The judge is given the order of the two streams through `server_responds_after`, as the spec's
@@ -62,6 +64,9 @@ def compare(case, result):
     theirs = [(c["direction"], c["rule"], c["sender_rule"], c["offset"]) for c in exp["charged"]]
     if mine != theirs:
         diffs.append(f"charged: {mine} != expected {theirs}")
+    theirs = [(u["what"], u["direction"], u.get("rule"), u["offset"]) for u in exp["unjudged"]]
+    if result.unjudged != theirs:
+        diffs.append(f"unjudged: {result.unjudged} != expected {theirs}")
     for side, receives in (("client", exp["server_receives"]), ("server", exp["client_receives"])):
         first = [f for f in result.findings if f.side == side and f.rule not in JUDGE_6 | REFUSED][:1]
         diffs += compare_error(f"{side}'s first error", first, receives["error"])

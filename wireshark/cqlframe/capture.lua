@@ -425,7 +425,7 @@ local function on_gap(c, d, offset, missing, packet)
     local known
     if s then
         if s.known then known = { format = s.format, checksum = s.checksum, version = s.version } end
-    elseif dir.stop_reason == "orphaned" and not c.orphan_stopped[d] then
+    elseif dir.stop_reason == "orphaned" and not (c.orphan_stopped[d] or dir.own_bytes_stopped) then
         -- orphaned (the server stopped before its STARTUP response) but not yet stopped by
         -- bytes of its own, as check's judge has it: still before the switch
         note(c, d, packet, "capture_gap", text .. "; before the switch: not checked further")

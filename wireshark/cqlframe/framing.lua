@@ -530,7 +530,11 @@ local function judge_response(conv, dir, env, rec, code)
     if not st or not ends_startup_wait(st, dir, env) then return end
     conv.asked = false
     if env.protocol ~= st.protocol then return end
-    rec.unjudged = unjudged_checksum(conv, st, "NEG-6", rec.offset)
+    -- an ERROR (PROTOCOL_ERROR) is the refusal NEG-6 asks for, and a v4 server ignores the key
+    -- (NEG-7): NEG-6 is kept whatever the node accepts (keeps_neg6 in the kit's judge)
+    if code ~= 0x000A and st.protocol >= 5 then
+        rec.unjudged = unjudged_checksum(conv, st, "NEG-6", rec.offset)
+    end
     if st.malformed or code == 0x000A then return end
     local checksum, rule, why = decide(st, accepted_checksums(conv, false))
     if checksum then return end
@@ -739,7 +743,8 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
     -- its next segment. ctx.delivery, where given, numbers the pieces of stream TCP reassembly
     -- delivers (a packet that fills a hole delivers the segments held behind it as more pieces).
     if dir.mode == "await" and dir.orphaned and (ctx.delivery or ctx.number) ~= dir.startup_number then
-        dir.mode, dir.stop_reason = "stopped", "orphaned"
+        -- stopped by bytes of its own, as the kit's judge stops it (a gap after says nothing)
+        dir.mode, dir.stop_reason, dir.own_bytes_stopped = "stopped", "orphaned", true
     end
     if dir.first_error and dir.mode ~= "stopped" then
         rec.after_error = dir.first_error

@@ -354,7 +354,7 @@ impl Judge {
                             *responded = true;
                             out.extend(missed_refusal(s, node.known.as_ref(), &envelope, offset));
                             let answers = h.version == s.version | RESPONSE_BIT;
-                            if node.known.is_none() && answers {
+                            if node.known.is_none() && answers && !keeps_neg6(s, &envelope) {
                                 unjudged.extend(s.unjudged_checksum("NEG-6", offset));
                             }
                             if answers && h.opcode == Opcode::Error as u8 {
@@ -554,6 +554,15 @@ fn missed_refusal(
         offset,
         format!("the server answered with {answer} a STARTUP it must refuse with ERROR (PROTOCOL_ERROR): {refusal}"),
     ))
+}
+
+/// Whether `answer` keeps NEG-6 whatever the node accepts, so that nothing is left undecided:
+/// an ERROR (PROTOCOL_ERROR) is the refusal NEG-6 asks for, and a STARTUP of v4 or lower has its
+/// `FRAME_CHECKSUM` ignored (NEG-7).
+fn keeps_neg6(startup: &Startup, answer: &Envelope<'_>) -> bool {
+    let refused = answer.header.opcode == Opcode::Error as u8
+        && body::read_error_code(answer.body) == Ok(body::PROTOCOL_ERROR);
+    refused || startup.version < FIRST_FRAMED_VERSION
 }
 
 /// Whether the frame that failed with `kind`, after an ERROR answered a STARTUP that asked for

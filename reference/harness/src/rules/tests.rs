@@ -985,4 +985,30 @@ fn what_cannot_be_judged_is_said_and_is_no_finding() {
     let v4 = envelope_bytes(4, 0, 1, Opcode::Startup, &startup(&[])[9..]);
     judge.receive(C2S, &v4, &mut found);
     assert!(judge.unjudged().is_empty() && found.is_empty());
+
+    // An ERROR (PROTOCOL_ERROR) is the refusal NEG-6 asks for, and a v4 server ignores the key
+    // (NEG-7): NEG-6 is kept whatever the node accepts, and only NEG-4 is left undecided.
+    for (version, answer) in [
+        (5, protocol_error(0x85, 0, 1, "no CQL_VERSION")),
+        (4, envelope_bytes(0x84, 0, 1, Opcode::Ready, &[])),
+    ] {
+        let mut judge = Judge::new(MAX_BODY);
+        let crc32c = &startup(&[("FRAME_CHECKSUM", "crc32c")])[9..];
+        judge.receive(
+            C2S,
+            &envelope_bytes(version, 0, 1, Opcode::Startup, crc32c),
+            &mut found,
+        );
+        judge.receive(S2C, &answer, &mut found);
+        let rules: Vec<_> = judge
+            .unjudged()
+            .iter()
+            .map(|u| match u {
+                Unjudged::Checksum { rule, .. } => *rule,
+                Unjudged::StartupUnanswered { .. } => "unanswered",
+            })
+            .collect();
+        assert_eq!(rules, ["NEG-4"], "v{version}");
+        assert!(found.is_empty(), "{found:#?}");
+    }
 }

@@ -213,8 +213,47 @@ pub fn cases() -> Vec<Case> {
         None,
         compression_flag_after_switch(),
     ));
+    all.push(case(
+        "crc32c-asked-without-supported",
+        "The client asks for CRC32C in a STARTUP sent without OPTIONS, and the server, which accepts it, answers READY: both frame with CRC32C. Whoever judges the capture has seen no SUPPORTED of the node, so it can judge neither whether the client was told crc32c (NEG-4) nor whether the server accepts it (NEG-6), and says so (JUDGE-11): at the STARTUP and at READY.",
+        &with(&["NEG-4", "NEG-6", "JUDGE-7", "JUDGE-11"]),
+        None,
+        without_supported(Opcode::Ready),
+    ));
+    all.push(case(
+        "crc32c-refused-without-supported",
+        "The client asks for CRC32C in a STARTUP sent without OPTIONS and without CQL_VERSION, and the server refuses it with ERROR (PROTOCOL_ERROR): both frame uncompressed with CRC32 (LIFE-8). With no SUPPORTED seen, NEG-4 cannot be judged (JUDGE-11); NEG-6 can, since the refusal is what it asks for whatever the node accepts.",
+        &with(&["NEG-4", "NEG-6", "LIFE-8", "JUDGE-11"]),
+        None,
+        without_supported(Opcode::Error),
+    ));
     all.extend(violations());
     all
+}
+
+/// A STARTUP asking for CRC32C, sent with no OPTIONS before it, answered with `response`
+/// (READY, or an ERROR refusing it for a missing CQL_VERSION), then one request and its
+/// answer, framed as the answer decided.
+fn without_supported(response: Opcode) -> Session {
+    let mut s = Script::new(5, 0, ServerOptions::default());
+    let (startup, answer) = match response {
+        Opcode::Error => (
+            vec![("FRAME_CHECKSUM", "crc32c")],
+            body::error(body::PROTOCOL_ERROR, "STARTUP has no CQL_VERSION"),
+        ),
+        _ => (
+            vec![("CQL_VERSION", "3.0.0"), ("FRAME_CHECKSUM", "crc32c")],
+            Vec::new(),
+        ),
+    };
+    s.request(1, Opcode::Startup, &body::string_map(&startup))
+        .response(1, response, &answer);
+    s.request(2, Opcode::Options, &[]).response(
+        2,
+        Opcode::Supported,
+        &supported(&ServerOptions::default()),
+    );
+    s.session()
 }
 
 /// `count` OPTIONS on streams 0.. and STARTUP with `startup` on the next stream in one write;
