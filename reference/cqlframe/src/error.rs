@@ -278,7 +278,8 @@ impl ErrorKind {
     /// `receiver` detects under [`rule`](Self::rule): a header that fails its CRC24 was sent
     /// with a wrong CRC24 (CRC-1), or, when it reads as an envelope header, unframed after the
     /// switch (LIFE-4 for a server, LIFE-5 for a client). Where the receiver's rule already
-    /// names the sender's fault, the two are the same.
+    /// names the sender's fault, the two are the same. A judge that saw the handshake may name
+    /// another (LIFE-8 behind a header of the other format after an ERROR to STARTUP).
     pub fn sender_rule(&self, receiver: Role) -> &'static str {
         match self {
             ErrorKind::HeaderCrcMismatch {

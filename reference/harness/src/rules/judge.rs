@@ -10,7 +10,9 @@
 //! probe's); a SUPPORTED without `FRAME_CHECKSUMS` makes the server side one that ignores
 //! `FRAME_CHECKSUM`, as such a server does. Beside what each receiver refuses, the judge checks
 //! the sender rules of the handshake: NEG-4 in the client's STARTUP, and the server's answer to
-//! it (NEG-2, NEG-6, NEG-9: a STARTUP taken that had to be refused). A direction can also be judged
+//! it (NEG-2, NEG-6, NEG-9: a STARTUP taken that had to be refused); and it names the sender's
+//! rule behind a receiver's where the handshake decides it: LIFE-8 for a frame of what a STARTUP
+//! refused with ERROR asked for, NEG-4 for the checksum bits an old server's READY left apart. A direction can also be judged
 //! from a known frame boundary on ([`Judge::resume`]), for captures joined midway or resumed
 //! after a gap.
 
