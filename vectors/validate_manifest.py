@@ -79,6 +79,14 @@ def broken_copies(manifest):
     broken("judged finding at an unknown level", session,
            lambda c: c["expected"]["judged"].append({"direction": "server-to-client", "rule": "NEG-2",
                                                      "level": "MAY", "offset": 0}))
+    broken("session without charged", session, lambda c: c["expected"].pop("charged"))
+    broken("charged finding without its sender's rule", session,
+           lambda c: c["expected"]["charged"].append({"direction": "client-to-server", "rule": "RECV-1",
+                                                      "offset": 0}))
+    broken("session without unjudged", session, lambda c: c["expected"].pop("unjudged"))
+    broken("checksum note without its rule", session,
+           lambda c: c["expected"]["unjudged"].append({"what": "checksum", "direction": "client-to-server",
+                                                       "offset": 0}))
     broken("server without protocol_versions", session, lambda c: c["server_options"].pop("protocol_versions"))
     broken("protocol version not as SUPPORTED writes it", session,
            lambda c: c["server_options"].__setitem__("protocol_versions", ["v5"]))

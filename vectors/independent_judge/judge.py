@@ -42,7 +42,8 @@ class Finding:
 
     @property
     def level(self):
-        return LEVEL[self.rule]
+        # JUDGE-8: written MUST for MUST and MUST NOT, SHOULD for SHOULD and SHOULD NOT
+        return LEVEL[self.rule].split()[0]
 
     def as_dict(self):
         return {"rule": self.rule, "level": self.level, "side": self.side,
@@ -76,8 +77,11 @@ class Envelope:
 def read_unframed(data, pos, side, max_body):
     """One envelope before the switch ("Unframed handshake and the switch", ENV-3, RECV-9, RECV-12)."""
     v = data[pos]
-    # LIFE-3, LIFE-14: v3-v6, or a version probe (v1, v2, v7, DSE's 0x41 and 0x42) and its refusal.
-    if not ((0x81 <= v <= 0x86) if side == "server" else (0x01 <= v <= 0x07 or v in (0x41, 0x42))):
+    # LIFE-3, LIFE-14: v3-v6 with either direction bit (a wrong one is ENV-2, "Envelopes"), or a
+    # version probe (v1, v2, v7, DSE's 0x41 and 0x42) and the refusal of a retired one.
+    envelope = 3 <= v & 0x7F <= 6
+    probe = v in (0x81, 0x82) if side == "server" else v in (0x01, 0x02, 0x07, 0x41, 0x42)
+    if not (envelope or probe):
         raise Stop(Finding("LIFE-4" if side == "server" else "LIFE-3", side, pos))
     hlen = 8 if v & 0x7F <= 2 else 9  # v1 and v2 headers have a one-byte stream (JUDGE-1)
     if len(data) - pos < hlen:
@@ -129,25 +133,23 @@ def looks_like_envelope(h):
 class FramedReader:
     """One direction after the switch, read as its receiver reads it ("Decoding procedure")."""
 
-    def __init__(self, data, start, side, fmt, checksum, version, max_body, asked=None):
+    def __init__(self, data, start, side, fmt, checksum, version, max_body, asked=None, bit_cause=None):
         self.data, self.start, self.side = data, start, side
         self.fmt, self.checksum, self.version, self.max_body = fmt, checksum, version, max_body
-        self.asked = asked  # (format, checksum) of a refused STARTUP, for LIFE-8 (client only)
+        # the sender's rule behind RECV-3 when the handshake caused it (JUDGE-8): NEG-4 after a
+        # server that ignores FRAME_CHECKSUM took a STARTUP asking for another checksum
+        self.bit_cause = bit_cause
+        self.asked = asked  # (format, checksum) of a refused STARTUP, for LIFE-8 (either side)
 
-    def verifies(self, pos, fmt, checksum):
-        d, hlen = self.data, 8 if fmt == "lz4" else 6
-        h = d[pos:pos + hlen]
-        if len(h) < hlen or crc24(h[:hlen - 3]) != int.from_bytes(h[hlen - 3:], "little"):
-            return False
-        word = int.from_bytes(h[:hlen - 3], "little")
-        bit = (word >> (35 if fmt == "lz4" else 18)) & 1
-        end = pos + hlen + (word & 0x1FFFF) + 4
-        algo = crc32c if checksum == "crc32c" else crc32
-        return (bit == (checksum == "crc32c") and end <= len(d)
-                and algo(d[pos + hlen:end - 4]) == int.from_bytes(d[end - 4:end], "little"))
+    def verifies_header(self, pos, fmt):
+        hlen = 8 if fmt == "lz4" else 6
+        h = self.data[pos:pos + hlen]
+        return len(h) == hlen and crc24(h[:hlen - 3]) == int.from_bytes(h[hlen - 3:], "little")
 
     def header_sender(self, pos):
-        if self.asked and self.verifies(pos, *self.asked):
+        # JUDGE-8: a header that fails as uncompressed and verifies as an LZ4 header, when the
+        # refused STARTUP asked for LZ4: the header alone decides (no payload is awaited)
+        if self.asked and self.asked[0] == "lz4" and self.verifies_header(pos, "lz4"):
             return "LIFE-8"
         if looks_like_envelope(self.data[pos:pos + 6]):
             return "LIFE-4" if self.side == "server" else "LIFE-5"
@@ -184,7 +186,7 @@ class FramedReader:
                 clen, ulen, sc, bit, reserved = word & 0x1FFFF, 0, (word >> 17) & 1, (word >> 18) & 1, word >> 19
             if bit != (self.checksum == "crc32c"):
                 asked_bit = self.asked and bit == (self.asked[1] == "crc32c")
-                self.fail("RECV-3", pos, "LIFE-8" if asked_bit else "FMT-13")
+                self.fail("RECV-3", pos, "LIFE-8" if asked_bit else self.bit_cause or "FMT-13")
             end = pos + hlen + clen + 4
             if end > len(d):
                 self.fail("RECV-9", pos)
@@ -198,44 +200,56 @@ class FramedReader:
                     content = lz4_decode(payload, ulen)
                 except Lz4Error as e:
                     self.fail(e.rule, pos)
-            own = []  # the frame's own sender rules (JUDGE-6, JUDGE-9)
+            # the frame's own sender rules (JUDGE-9), checked once it passed steps 1 to 6 (JUDGE-6),
+            # even when its content then fails
+            own = []
             if reserved:
                 own.append(Finding("FMT-10" if lz4 else "FMT-6", self.side, pos))
             if ulen and clen >= ulen:
                 own.append(Finding("LZ4-3", self.side, pos))
-            done = []  # envelopes this frame completes, with the content sizes of their sequence
-            if sc:
-                if seq:
-                    self.fail("RECV-8", pos)
-                i = 0
-                while i < len(content):
-                    if len(content) - i < 9:
-                        self.fail("RECV-5", pos)
-                    length = self.body_length(content[i:i + 9], pos)
-                    if len(content) - i < 9 + length:
-                        self.fail("RECV-5", pos)
-                    done.append((content[i:i + 9 + length], None))
-                    i += 9 + length
-            else:
-                if not content:
-                    self.fail("RECV-10", pos)
-                if seq is None:
-                    seq = {"first": pos, "buf": bytearray(), "sizes": [], "length": None}
-                    if len(content) < 9:
-                        own.append(Finding("SEND-8", self.side, pos))
-                seq["buf"] += content
-                seq["sizes"].append(len(content))
-                if seq["length"] is None and len(seq["buf"]) >= 9:
-                    seq["length"] = self.body_length(seq["buf"][:9], pos)
-                if seq["length"] is not None:
-                    total = 9 + seq["length"]
-                    if len(seq["buf"]) > total:
-                        self.fail("RECV-7", pos)
-                    if len(seq["buf"]) == total:
-                        done.append((bytes(seq["buf"]), seq["sizes"]))
-                        seq = None
+            if not sc and seq is None and len(content) < 9:
+                own.append(Finding("SEND-8", self.side, pos))
+            try:
+                done, seq = self.content(content, sc, seq, pos)
+            except Stop:
+                if own:
+                    yield own
+                raise
             yield own + [f for env, sizes in done for f in self.envelope(env, sizes, pos)]
             pos = end
+
+    def content(self, content, sc, seq, pos):
+        """Steps 7 and 8: the envelopes this frame completes, and the sequence after it."""
+        done = []  # envelopes this frame completes, with the content sizes of their sequence
+        if sc:
+            if seq:
+                self.fail("RECV-8", pos)
+            i = 0
+            while i < len(content):
+                if len(content) - i < 9:
+                    self.fail("RECV-5", pos)
+                length = self.body_length(content[i:i + 9], pos)
+                if len(content) - i < 9 + length:
+                    self.fail("RECV-5", pos)
+                done.append((content[i:i + 9 + length], None))
+                i += 9 + length
+        else:
+            if not content:
+                self.fail("RECV-10", pos)
+            if seq is None:
+                seq = {"first": pos, "buf": bytearray(), "sizes": [], "length": None}
+            seq["buf"] += content
+            seq["sizes"].append(len(content))
+            if seq["length"] is None and len(seq["buf"]) >= 9:
+                seq["length"] = self.body_length(seq["buf"][:9], pos)
+            if seq["length"] is not None:
+                total = 9 + seq["length"]
+                if len(seq["buf"]) > total:
+                    self.fail("RECV-7", pos)
+                if len(seq["buf"]) == total:
+                    done.append((bytes(seq["buf"]), seq["sizes"]))
+                    seq = None
+        return done, seq
 
     def body_length(self, header, pos):
         length = int.from_bytes(header[5:9], "big", signed=True)
@@ -264,6 +278,7 @@ class FramedReader:
 class Judgement:
     findings: list = field(default_factory=list)  # one per occurrence, in the order made
     notes: list = field(default_factory=list)  # what could not be judged (JUDGE-11)
+    unjudged: list = field(default_factory=list)  # the same as (what, direction, rule, offset)
     switch: dict = field(default_factory=lambda: {"client": None, "server": None})
 
     def entries(self):
@@ -278,7 +293,7 @@ class Judgement:
 
     def as_dict(self):
         return {"findings": [f.as_dict() for f in self.findings], "entries": self.entries(),
-                "notes": self.notes, "switch": self.switch}
+                "notes": self.notes, "unjudged": self.unjudged, "switch": self.switch}
 
 
 class Judge:
@@ -297,6 +312,11 @@ class Judge:
     def find(self, finding):
         self.out.findings.append(finding)
 
+    def note(self, text, what):
+        """What could not be judged (JUDGE-11): said in words, and as (what, direction, rule, offset)."""
+        self.out.notes.append(text)
+        self.out.unjudged.append(what)
+
     def known_checksums(self):
         if self.node_checksums is not None:
             return tuple(c.lower() for c in self.node_checksums)
@@ -308,6 +328,11 @@ class Judge:
         while live["client"] or live["server"]:
             for side in ("client", "server"):  # turns, one envelope each way (JUDGE-2)
                 if not live[side] or (side == "client" and self.startup):
+                    continue
+                # the rest of the client stream comes after the server's handshake ("What a
+                # judge is given"): here, after a server that stopped before its response
+                if side == "client" and live["server"] and self.responds_after is not None \
+                        and pos["client"] >= self.responds_after:
                     continue
                 if pos[side] == len(self.data[side]):
                     live[side] = False
@@ -328,8 +353,9 @@ class Judge:
                 if self.startup and self.startup.get("answer"):
                     return self.switched(live["client"])
             if self.startup and not live["server"]:
-                self.out.notes.append(f"the STARTUP at client byte {self.startup['env'].offset} "
-                                      "was never answered: where the client switches is unknown")
+                at = self.startup["env"].offset
+                self.note(f"the STARTUP at client byte {at} was never answered: where the client switches is unknown",
+                          ("startup_unanswered", "client-to-server", None, at))
                 if live["client"] and pos["client"] < len(self.data["client"]) and self.responds_after is None:
                     self.find(Finding("LIFE-6", "client", self.startup["env"].end))
                 break
@@ -347,6 +373,10 @@ class Judge:
 
     def client_envelope(self, env):
         version = env.version & 0x7F
+        if env.version & 0x80:
+            self.find(Finding("ENV-2", "client", env.offset))  # the direction bit, refused
+            self.outstanding[env.stream] = env
+            return
         if version == 6 and not env.flags & USE_BETA:
             self.find(Finding("ENV-5", "client", env.offset))  # refused, not processed
             self.outstanding[env.stream] = env
@@ -367,15 +397,23 @@ class Judge:
             return
         known = self.known_checksums()
         if known is None:
-            self.out.notes.append(f"FRAME_CHECKSUM {asked[0]!r} of the STARTUP at client byte {env.offset}: "
-                                  "NEG-4 cannot be judged, no SUPPORTED of the node came before it")
+            self.note(f"FRAME_CHECKSUM {asked[0]!r} of the STARTUP at client byte {env.offset}: "
+                      "NEG-4 cannot be judged, no SUPPORTED of the node came before it",
+                      ("checksum", "client-to-server", "NEG-4", env.offset))
         elif any(a not in known for a in asked):
             self.find(Finding("NEG-4", "client", env.offset))
 
     def server_envelope(self, env):
         """Pairs a server envelope before the switch with a request (LIFE-13); returns a stop, if any."""
-        if self.legacy and not any(r.opcode == STARTUP for r in self.outstanding.values()):
-            return None  # a v4 connection after its STARTUP: native_protocol_v4.spec's business
+        if self.legacy:
+            return None  # after a v4 STARTUP: native_protocol_v4.spec's business ("Pairing responses")
+        # refused on its own ("Envelopes": ENV-2 asks only for the direction bit before the switch)
+        if not env.version & 0x80:
+            self.find(Finding("ENV-2", "server", env.offset))
+            return None
+        if env.version & 0x7F == 6 and not env.flags & USE_BETA:
+            self.find(Finding("ENV-5", "server", env.offset))
+            return None
         request = self.outstanding.get(env.stream)
         refused = [r for r in self.outstanding.values() if r.version & 0x7F != env.version & 0x7F]
         if env.opcode == ERROR and refused and (request is None or request in refused):
@@ -418,13 +456,16 @@ class Judge:
         known = self.known_checksums()
         asked = [v.lower() for k, v in options if k == "FRAME_CHECKSUM" and v.lower() != "crc32"]
         if framed and asked and known is None:
-            self.out.notes.append(f"FRAME_CHECKSUM {asked[0]!r} of the STARTUP at client byte {startup.offset}: "
-                                  "NEG-6 cannot be judged, no SUPPORTED of the node came before the answer")
+            # said at the answer's first byte (JUDGE-11, "A FRAME_CHECKSUM that cannot be judged")
+            self.note(f"FRAME_CHECKSUM {asked[0]!r} of the STARTUP at client byte {startup.offset}: "
+                      f"NEG-6 cannot be judged at the answer at server byte {answer.offset}, no SUPPORTED "
+                      "of the node came before it", ("checksum", "server-to-client", "NEG-6", answer.offset))
         elif framed and asked and known and any(c not in known for c in asked):
             broken.append("NEG-6")
         if len({k for k, _ in options}) < len(options):
             broken.append("NEG-9")
-        for rule in broken:
+        # one rule per answer, the first in the order NEG-9, NEG-2, NEG-6 ("A STARTUP taken ...")
+        for rule in sorted(broken, key=["NEG-9", "NEG-2", "NEG-6"].index)[:1]:
             self.find(Finding(rule, "server", answer.offset))
         self.broken = broken
 
@@ -442,29 +483,28 @@ class Judge:
         plain = ("uncompressed", "crc32")
         # Each direction is read as its receiver decided (JUDGE-1): the client by what it asked,
         # the server by what it answered ("Negotiation cases", "A STARTUP taken that had to be refused").
+        server_asked = bit_cause = None
         if answer.opcode == ERROR:
             server_fmt, client_fmt = plain, plain
-            client_asked = asked if asked != plain else None
+            client_asked = server_asked = asked if asked != plain else None
         elif broken:
             server_fmt, client_fmt, client_asked = asked, plain, None
         elif self.known_checksums() == ():  # a server that ignores FRAME_CHECKSUM frames with CRC32
             server_fmt, client_fmt, client_asked = asked, (asked[0], "crc32"), None
+            bit_cause = "NEG-4" if asked[1] != "crc32" else None
         else:
             server_fmt, client_fmt, client_asked = asked, asked, None
         self.out.switch = {"client": start_env.end, "server": answer.end}
-        readers = [FramedReader(self.data["server"], answer.end, "server", *server_fmt, version, self.max_body)]
+        readers = [FramedReader(self.data["server"], answer.end, "server", *server_fmt, version, self.max_body,
+                                server_asked, bit_cause)]
         if client_live:
             readers.insert(0, FramedReader(self.data["client"], start_env.end, "client", *client_fmt,
-                                           version, self.max_body, client_asked))
-        # After the switch the directions take turns, one frame each way, client first (QUESTIONS.md Q2).
-        units = [r.units() for r in readers]
-        while units:
-            for u in list(units):
-                findings = next(u, None)
-                if findings is None:
-                    units.remove(u)
-                else:
-                    self.out.findings.extend(findings)
+                                           version, self.max_body, client_asked, bit_cause))
+        # After the switch the rest of the client stream came as one write, then the rest of the
+        # server stream ("What a judge is given")
+        for r in readers:
+            for findings in r.units():
+                self.out.findings.extend(findings)
         return self.out
 
 

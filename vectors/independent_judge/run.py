@@ -2,8 +2,7 @@
 
 For each case it compares, with what the reference recorded:
 * `expected.judged`: the findings of JUDGE-6's sender rules, one per finding, in order, as
-  (direction, rule, level, offset); the manifest schema writes a level as `MUST` or `SHOULD`, so
-  `MUST NOT` and `SHOULD NOT` are compared by their first word (QUESTIONS.md Q6);
+  (direction, rule, level, offset), the level written `MUST` or `SHOULD` as JUDGE-8 says;
 * each receiver's first framing error (or LIFE-6, LIFE-13 where a receiver stops on them) as
   (rule, offset), and for RECV-1 whether the sender's rule is an unframed envelope's (LIFE-4,
   LIFE-5: the manifest's `unframed_envelope`): `server_receives.error` against the judge's first such finding in the client's
@@ -11,6 +10,10 @@ For each case it compares, with what the reference recorded:
   are other outcomes a server may choose, and JUDGE-10 has the judge charge the client the same
   way whichever it chose;
 * the envelopes refused on their own (ENV-2, ENV-5), as (rule, offset), per direction;
+* `expected.charged`: every finding of a receiver's rule, in order, as (direction, rule, sender's
+  rule, offset): the sender's rule behind each (JUDGE-8), LIFE-8 and NEG-4 included;
+* `expected.unjudged`: what could not be judged (JUDGE-11), in order, as (what, direction, rule,
+  offset);
 * where each direction switches (`client_switch_offset`, `server_switch_offset`).
 
 The judge is given the order of the two streams through `server_responds_after`, as the spec's
@@ -51,11 +54,19 @@ def compare_error(what, first, error):
 def compare(case, result):
     """Lists the differences between the judge's result and the case's expected outputs."""
     exp, diffs = case["expected"], []
-    mine = [(f.as_dict()["direction"], f.rule, f.level.split()[0], f.offset)
+    mine = [(f.as_dict()["direction"], f.rule, f.level, f.offset)
             for f in result.findings if f.rule in JUDGE_6]
     theirs = [(j["direction"], j["rule"], j["level"], j["offset"]) for j in exp["judged"]]
     if mine != theirs:
         diffs.append(f"judged: {mine} != expected {theirs}")
+    mine = [(f.as_dict()["direction"], f.rule, f.sender_rule, f.offset)
+            for f in result.findings if f.rule not in JUDGE_6]
+    theirs = [(c["direction"], c["rule"], c["sender_rule"], c["offset"]) for c in exp["charged"]]
+    if mine != theirs:
+        diffs.append(f"charged: {mine} != expected {theirs}")
+    theirs = [(u["what"], u["direction"], u.get("rule"), u["offset"]) for u in exp["unjudged"]]
+    if result.unjudged != theirs:
+        diffs.append(f"unjudged: {result.unjudged} != expected {theirs}")
     for side, receives in (("client", exp["server_receives"]), ("server", exp["client_receives"])):
         first = [f for f in result.findings if f.side == side and f.rule not in JUDGE_6 | REFUSED][:1]
         diffs += compare_error(f"{side}'s first error", first, receives["error"])

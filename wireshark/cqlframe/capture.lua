@@ -398,17 +398,23 @@ end
 --
 -- Likewise bytes a client sent after its STARTUP: a receiver fails them at their first byte
 -- (LIFE-6), while the dissector waits for a whole envelope; they are judged as they are before
--- the server's next bytes are (`early`), which may end the wait.
+-- the server's next bytes are (`early`), which may end the wait. And at the end, a failing
+-- header held for the bytes that would tell an LZ4 one (RECV-1).
 local function settle(c, d, packet, early)
     local dir = c.conv.dirs[c.keys[d]]
     if c.have[d] == 0 then return end
     local first_frame = dir.at_start and dir.offset == 0 and dir.mode == "framed" and dir.detected
         and c.conv.negotiated == nil
-    if not (dir.mode == "await" or (first_frame and not early)) then return end
+    -- an uncompressed header that fails its CRC24, held for 8 bytes (framing.pdu) that never came
+    local held = not first_frame and not early and dir.mode == "framed" and dir.format == "uncompressed"
+        and c.have[d] >= framing.HEADER_SIZE.uncompressed and c.have[d] < framing.HEADER_SIZE.lz4
+        and not framing.frame_header(table.concat(c.pieces[d]), 1, "uncompressed").crc24_ok
+    if not (dir.mode == "await" or (first_frame and not early) or held) then return end
     local buf = table.concat(c.pieces[d])
     clear(c, d)
-    local rec = framing.process(c.conv, dir, buf, 1, #buf, "badenvelope", { number = packet, delivery = c.deliveries }, c.opts)
-    c.out(packet, { unit = rec, bytes = buf, offset = 0, dir = d, state = dir.mode, role = dir.role })
+    local offset = dir.offset
+    local rec = framing.process(c.conv, dir, buf, 1, #buf, held and "badheader" or "badenvelope", { number = packet, delivery = c.deliveries }, c.opts)
+    c.out(packet, { unit = rec, bytes = buf, offset = held and offset or 0, dir = d, state = dir.mode, role = dir.role })
 end
 
 local function on_gap(c, d, offset, missing, packet)
@@ -419,7 +425,7 @@ local function on_gap(c, d, offset, missing, packet)
     local known
     if s then
         if s.known then known = { format = s.format, checksum = s.checksum, version = s.version } end
-    elseif dir.stop_reason == "orphaned" and not c.orphan_stopped[d] then
+    elseif dir.stop_reason == "orphaned" and not (c.orphan_stopped[d] or dir.own_bytes_stopped) then
         -- orphaned (the server stopped before its STARTUP response) but not yet stopped by
         -- bytes of its own, as check's judge has it: still before the switch
         note(c, d, packet, "capture_gap", text .. "; before the switch: not checked further")

@@ -293,6 +293,9 @@ function M.pdu(conv, dir, s, pos, avail, opts)
         local hs = M.HEADER_SIZE[dir.format]
         if avail < hs then return nil, "more", hs - avail end
         local h = M.frame_header(s, pos, dir.format)
+        -- a failing uncompressed header is held until 8 bytes are in, to tell whether they
+        -- verify as an LZ4 header (LIFE-8), as the reference's FrameDecoder holds it
+        if not h.crc24_ok and avail < M.HEADER_SIZE.lz4 then return nil, "more", M.HEADER_SIZE.lz4 - avail end
         if not h.crc24_ok then return avail, "badheader" end
         -- a checksum bit that disagrees fails the frame at its header (RECV-3), as a receiver
         -- finds it: the direction stops there, whether or not the rest of the frame comes
@@ -535,7 +538,11 @@ local function judge_response(conv, dir, env, rec, code)
     if not st or not ends_startup_wait(st, dir, env) then return end
     conv.asked = false
     if env.protocol ~= st.protocol then return end
-    rec.unjudged = unjudged_checksum(conv, st, "NEG-6", rec.offset)
+    -- an ERROR (PROTOCOL_ERROR) is the refusal NEG-6 asks for, and a v4 server ignores the key
+    -- (NEG-7): NEG-6 is kept whatever the node accepts (keeps_neg6 in the kit's judge)
+    if code ~= 0x000A and st.protocol >= 5 then
+        rec.unjudged = unjudged_checksum(conv, st, "NEG-6", rec.offset)
+    end
     if st.malformed or code == 0x000A then return end
     local checksum, rule, why = decide(st, accepted_checksums(conv, false))
     if checksum then return end
@@ -597,6 +604,9 @@ local function handshake(conv, dir, env, s, pos, rec, ctx)
         local n
         if env.opcode == 0x00 then
             n = { format = "uncompressed", checksum = "crc32", reason = "ERROR response to STARTUP (LIFE-8)" }
+            -- what the refused STARTUP asked: a frame of it, from either side, broke LIFE-8
+            local c, fc = st.options.COMPRESSION, st.options.FRAME_CHECKSUM
+            n.refused = { lz4 = c ~= nil and c:lower() == "lz4", crc32c = fc ~= nil and fc:lower() == "crc32c" }
         else
             local c = st.options.COMPRESSION
             local fc = st.options.FRAME_CHECKSUM
@@ -741,7 +751,8 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
     -- its next segment. ctx.delivery, where given, numbers the pieces of stream TCP reassembly
     -- delivers (a packet that fills a hole delivers the segments held behind it as more pieces).
     if dir.mode == "await" and dir.orphaned and (ctx.delivery or ctx.number) ~= dir.startup_number then
-        dir.mode, dir.stop_reason = "stopped", "orphaned"
+        -- stopped by bytes of its own, as the kit's judge stops it (a gap after says nothing)
+        dir.mode, dir.stop_reason, dir.own_bytes_stopped = "stopped", "orphaned", true
     end
     if dir.first_error and dir.mode ~= "stopped" then
         rec.after_error = dir.first_error
@@ -759,7 +770,10 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
         end
         if kind == "badbit" then
             -- asked of a node that ignores FRAME_CHECKSUM, the bits disagree by the client's NEG-4
-            local sender = conv.negotiated and conv.negotiated.checksum_ignored and "NEG-4" or "FMT-13"
+            local n = conv.negotiated
+            local sender = n and n.checksum_ignored and "NEG-4" or "FMT-13"
+            -- a bit set as the STARTUP refused with ERROR asked (LIFE-8)
+            if n and n.refused and n.refused.crc32c and rec.header.checksum_bit then sender = "LIFE-8" end
             framing_error(dir, rec, "checksum_bit", "RECV-3", string.format("checksum bit %d but the connection uses %s", rec.header.checksum_bit and 1 or 0, dir.checksum), sender)
             dir.mode = "stopped"
             dir.stop_reason = "RECV-3"
@@ -770,7 +784,16 @@ local function process_unit(conv, dir, s, pos, len, kind, ctx, opts)
             local unframed = M.plausible_envelope(s, pos)
             -- its sender did not frame: the client broke LIFE-5, the server LIFE-4
             local sender = dir.role == "client" and "LIFE-5" or "LIFE-4"
-            framing_error(dir, rec, "crc24_bad", "RECV-1", text, unframed and sender or "CRC-1")
+            if not unframed then sender = "CRC-1" end
+            -- the reference's other_format: an LZ4 header after an ERROR refused a STARTUP that
+            -- asked for LZ4, whose sender framed as if it had been taken (LIFE-8)
+            local n = conv.negotiated
+            if n and n.refused and n.refused.lz4 and dir.format == "uncompressed" and len >= M.HEADER_SIZE.lz4
+                    and M.frame_header(s, pos, "lz4").crc24_ok then
+                sender = "LIFE-8"
+                text = text .. "; it verifies as an LZ4 header"
+            end
+            framing_error(dir, rec, "crc24_bad", "RECV-1", text, sender)
             if unframed then
                 -- a note on this RECV-1 (why the header fails), not a finding after it
                 finding(dir, rec.findings, "unframed_after_switch", "LIFE-7", string.format("looks like an unframed %s envelope after the switch", M.OPCODES[byte(s, pos + 4)] or "?")).past = nil

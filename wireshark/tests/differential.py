@@ -8,7 +8,8 @@ check_judge.py compares the two tools on the golden vectors' sessions, which eac
 rule on purpose. This draws connections no one wrote by hand, and lays each out on TCP the way
 networks and capturing do:
 
-* for every rule `cqlframe check` can report (REPORTABLE), connections that break it and
+* for every rule `cqlframe check` can report (REPORTABLE), and every sender's rule that only the
+  handshake puts behind a receiver's (BEHIND: LIFE-8), connections that break it and
   connections that come within a byte of breaking it (the same bytes with the faulty one right),
   with clean frames before and after the fault, written byte by byte by wire.py;
 * random handshakes besides: OPTIONS on colliding streams, version probes, requests with the
@@ -243,10 +244,14 @@ REPORTABLE = ("RECV-1", "RECV-2", "RECV-3", "RECV-5", "RECV-7", "RECV-8", "RECV-
               "SEND-7", "SEND-8", "LIFE-3", "LIFE-4", "LIFE-6", "LIFE-13", "NEG-2", "NEG-4",
               "NEG-6", "NEG-9")
 NOT_REPORTABLE = ("RECV-9", "RECV-11")
+# Sender's rules behind a receiver's that only the handshake decides (JUDGE-8), drawn as well and
+# counted by the sender's rule: LIFE-8, a frame of what a STARTUP refused with ERROR asked for
+# (an LZ4 header, the checksum bit set), which its receiver fails under RECV-1 or RECV-3.
+BEHIND = ("LIFE-8",)
 
 
 def handshake(c: Connection, version: int = 5, options: list[tuple[str, str]] | None = None,
-              listed: list[str] | None = None, response: int = READY) -> None:
+              listed: list[str] | None = None, response: int = READY, response_body: bytes = b"") -> None:
     """OPTIONS, SUPPORTED, STARTUP (with `options`), and its response."""
     flags = USE_BETA if version == 6 else 0
     c.client += envelope(version, flags, 0, OPTIONS)
@@ -256,7 +261,7 @@ def handshake(c: Connection, version: int = 5, options: list[tuple[str, str]] | 
     opts = options if options is not None else [("CQL_VERSION", "3.0.0")]
     c.client += envelope(version, flags, 1, STARTUP, string_map(opts))
     c.responds_after = len(c.client)
-    c.server += envelope(version | RESPONSE, flags, 1, response)
+    c.server += envelope(version | RESPONSE, flags, 1, response, response_body)
     c.server_switch = len(c.server)
     c.say(f"handshake v{version} {opts}, SUPPORTED FRAME_CHECKSUMS={sup['FRAME_CHECKSUMS']}, response 0x{response:02x}")
 
@@ -321,6 +326,19 @@ def aimed(rng: random.Random, rule: str, breaks: bool) -> Connection:
             kw["uncompressed"] = 0
         return wire.frame(content, fmt, crc, **kw)
 
+    if rule == "LIFE-8":
+        # a STARTUP without CQL_VERSION asks for LZ4, CRC32C or both and is refused with ERROR;
+        # `side` then frames as it asked (or, within a byte, uncompressed with CRC32 as it must)
+        asked = rng.choice([("lz4", "crc32"), ("uncompressed", "crc32c"), ("lz4", "crc32c")])
+        opts = [("COMPRESSION", "lz4")] * (asked[0] == "lz4") + [("FRAME_CHECKSUM", "crc32c")] * (asked[1] == "crc32c")
+        handshake(c, 5, opts, response=ERROR, response_body=error(PROTOCOL_ERROR, "STARTUP has no CQL_VERSION"))
+        f, k = asked if breaks else ("uncompressed", "crc32")
+        fault = wire.frame(env, f, k, uncompressed=0) if f == "lz4" else wire.frame(env, f, k)
+        other = "server" if side == "client" else "client"
+        c.say(f"{side} frames after the ERROR as {f}/{k}")
+        (c.client if side == "client" else c.server).extend(clean(rng, side, 5, "uncompressed", "crc32", rng.randrange(2)) + fault)
+        (c.server if side == "client" else c.client).extend(clean(rng, other, 5, "uncompressed", "crc32", rng.randrange(1, 3)))
+        return c
     if rule in ("LIFE-3", "LIFE-4", "LIFE-6", "LIFE-13", "NEG-2", "NEG-4", "NEG-6", "NEG-9"):
         if rule == "LIFE-3":
             startup = envelope(5, 0, 1, STARTUP, string_map(options))
@@ -529,7 +547,7 @@ def coverage(rows: dict[str, list[int]]) -> tuple[str, list[str]]:
     for rule in sorted(rows, key=lambda r: (r.split("-")[0], int(r.split("-")[1]))):
         b, n, cj, dj = rows[rule]
         lines.append(f"  {rule:<9} {b:>7} {n:>5} {cj:>6} {dj:>9}")
-        if rule in REPORTABLE and cj == 0:
+        if rule in REPORTABLE + BEHIND and cj == 0:
             missing.append(rule)
     return "\n".join(lines), missing
 
@@ -556,7 +574,7 @@ def main() -> int:
     draws: list[tuple[str | None, bool, Connection, tcpcap.Layout]] = []
     port = 20000
     for _ in range(a.rounds):
-        for rule in REPORTABLE:
+        for rule in REPORTABLE + BEHIND:
             for breaks in (True, False):
                 for treatment in TREATMENTS:
                     c = aimed(rng, rule, breaks)
@@ -572,7 +590,7 @@ def main() -> int:
         pcap = a.out / f"batch{k // a.per_capture:03d}.pcap"
         tcpcap.write(pcap, [d[3] for d in batch])
         captures.append((pcap, batch))
-    rows: dict[str, list[int]] = {r: [0, 0, 0, 0] for r in REPORTABLE}
+    rows: dict[str, list[int]] = {r: [0, 0, 0, 0] for r in REPORTABLE + BEHIND}
     # per kind of JUDGE-11 note: connections in which check gave it, and the dissector
     unjudged = {kind: [0, 0] for kind in UNJUDGED}
     for rule, breaks, _, _ in draws:
@@ -597,7 +615,7 @@ def main() -> int:
                 passed += 1
             for label, j, d in paired:
                 for tool, conn in ((2, j), (3, d)):
-                    for rule in {r[1] for r in conn.rules}:
+                    for rule in {r[1] for r in conn.rules} | {r[2] for r in conn.rules if r[2] in BEHIND}:
                         if rule not in rows:
                             rows[rule] = [0, 0, 0, 0]
                         rows[rule][tool] += 1
@@ -621,7 +639,7 @@ def main() -> int:
         if cj == 0:
             failed += 1
             print(f"FAIL {kind}: no draw made check give this JUDGE-11 note")
-    unknown = [r for r in rows if r not in REPORTABLE and r not in NOT_REPORTABLE]
+    unknown = [r for r in rows if r not in REPORTABLE + NOT_REPORTABLE + BEHIND]
     for r in missing:
         failed += 1
         print(f"FAIL {r}: reportable, but no draw made check find it")

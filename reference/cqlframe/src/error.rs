@@ -83,7 +83,7 @@ pub enum Lz4Fault {
 #[non_exhaustive]
 pub enum ErrorKind {
     /// A frame header's CRC24 does not match its bytes (RECV-1).
-    #[error("header CRC24 mismatch: header says {found:#08x}, bytes give {computed:#08x}{}", if *unframed_envelope { "; they read as an unframed envelope (LIFE-7)" } else { "" })]
+    #[error("header CRC24 mismatch: header says {found:#08x}, bytes give {computed:#08x}{}{}", if *unframed_envelope { "; they read as an unframed envelope (LIFE-7)" } else { "" }, if *other_format { "; they verify as a header of the other format" } else { "" })]
     HeaderCrcMismatch {
         /// The CRC24 the header carries.
         found: u32,
@@ -93,6 +93,10 @@ pub enum ErrorKind {
         /// ([`crate::envelope::starts_like_envelope_header`]): most likely an unframed envelope
         /// sent after the switch, so its sender broke LIFE-4.
         unframed_envelope: bool,
+        /// The bytes verify as a header of the other format (an LZ4 header where an
+        /// uncompressed one was due, or the reverse): the sender framed in a format it was not
+        /// told to, as a client that frames what its refused STARTUP asked for (LIFE-8).
+        other_format: bool,
     },
     /// A frame's checksum bit says the other payload checksum than was negotiated (RECV-3).
     #[error("checksum bit is {bit} but the connection negotiated {}", negotiated.name())]
@@ -274,7 +278,8 @@ impl ErrorKind {
     /// `receiver` detects under [`rule`](Self::rule): a header that fails its CRC24 was sent
     /// with a wrong CRC24 (CRC-1), or, when it reads as an envelope header, unframed after the
     /// switch (LIFE-4 for a server, LIFE-5 for a client). Where the receiver's rule already
-    /// names the sender's fault, the two are the same.
+    /// names the sender's fault, the two are the same. A judge that saw the handshake may name
+    /// another (LIFE-8 behind a header of the other format after an ERROR to STARTUP).
     pub fn sender_rule(&self, receiver: Role) -> &'static str {
         match self {
             ErrorKind::HeaderCrcMismatch {

@@ -28,6 +28,20 @@ impl Format {
         }
     }
 
+    /// The format a receiver of this one does not expect: a header that fails its CRC24 may
+    /// verify as one of it.
+    pub const fn other(self) -> Format {
+        match self {
+            Format::Uncompressed => Format::Lz4,
+            Format::Lz4 => Format::Uncompressed,
+        }
+    }
+
+    /// The longest header of either format: what a decoder reads before it judges a header,
+    /// so that one that fails its CRC24 is also tried as the other format's, in any chunking.
+    /// No frame is shorter (the smallest is a 6-byte header and a 4-byte trailer).
+    pub const LONGEST_HEADER: usize = 8;
+
     /// Lower-case name used in manifests and on the command line.
     pub const fn name(self) -> &'static str {
         match self {

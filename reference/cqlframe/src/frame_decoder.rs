@@ -95,7 +95,8 @@ impl FrameDecoder {
         result
     }
 
-    /// Declares the end of the stream: an incomplete frame is an error (RECV-9).
+    /// Declares the end of the stream: an incomplete frame is an error (RECV-9), unless it is a
+    /// header that fails its CRC24, held back for the longest header's bytes (RECV-1).
     pub fn finish(&mut self) -> Result<(), FramingError> {
         if self.pending.is_empty() || self.failed {
             return Ok(());
@@ -103,7 +104,12 @@ impl FrameDecoder {
         self.failed = true;
         let have = self.pending.len();
         let hlen = self.settings.format.header_len();
-        let (part, missing) = match self.pending_header {
+        let header = match self.pending_header {
+            Some(h) => Some(h),
+            None if have >= hlen => Some(self.read_header(&self.pending)?),
+            None => None,
+        };
+        let (part, missing) = match header {
             None => (Part::Header, hlen - have),
             Some(h) => {
                 let trailer_at = h.frame_len() - TRAILER_LEN;
@@ -129,17 +135,17 @@ impl FrameDecoder {
     where
         F: FnMut(Frame<'_>) -> Result<(), FramingError>,
     {
-        let hlen = self.settings.format.header_len();
+        let peek = Format::LONGEST_HEADER;
         if !self.pending.is_empty() {
             if self.pending_header.is_none() {
-                let take = (hlen - self.pending.len()).min(input.len());
+                let take = (peek - self.pending.len()).min(input.len());
                 self.pending.extend_from_slice(&input[..take]);
                 input = &input[take..];
-                if self.pending.len() < hlen {
+                let Some(header) = self.header_at(&self.pending)? else {
                     return Ok(());
-                }
-                let header = self.read_header(&self.pending[..hlen])?;
-                self.pending.reserve_exact(header.frame_len() - hlen);
+                };
+                self.pending
+                    .reserve_exact(header.frame_len() - self.pending.len());
                 self.pending_header = Some(header);
             }
             let header = self.pending_header.expect("header read above");
@@ -161,8 +167,7 @@ impl FrameDecoder {
             self.pending.clear();
             self.pending_header = None;
         }
-        while input.len() >= hlen {
-            let header = self.read_header(&input[..hlen])?;
+        while let Some(header) = self.header_at(&input[..input.len().min(peek)])? {
             let len = header.frame_len();
             if input.len() < len {
                 self.pending_header = Some(header);
@@ -183,7 +188,29 @@ impl FrameDecoder {
         Ok(())
     }
 
-    /// RECV-1 then RECV-3: nothing in the header is used before its CRC24 verifies.
+    /// The header at the start of `bytes` (at most [`Format::LONGEST_HEADER`] of them), once
+    /// it can be judged: `None` while fewer than a header's bytes are in, and while a header
+    /// that fails its CRC24 has fewer than the longest header's, so that whether it verifies
+    /// as the other format is told the same in any chunking. A header that verifies is used at
+    /// once (RECV-14).
+    #[inline(always)]
+    fn header_at(&self, bytes: &[u8]) -> Result<Option<FrameHeader>, FramingError> {
+        if bytes.len() < self.settings.format.header_len() {
+            return Ok(None);
+        }
+        match self.read_header(bytes) {
+            Err(e)
+                if bytes.len() < Format::LONGEST_HEADER
+                    && matches!(e.kind, ErrorKind::HeaderCrcMismatch { .. }) =>
+            {
+                Ok(None)
+            }
+            read => read.map(Some),
+        }
+    }
+
+    /// RECV-1 then RECV-3: nothing in the header is used before its CRC24 verifies. `bytes`
+    /// hold the header and may go on past it.
     #[inline(always)]
     fn read_header(&self, bytes: &[u8]) -> Result<FrameHeader, FramingError> {
         match FrameHeader::read(self.settings.format, bytes) {

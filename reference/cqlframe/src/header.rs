@@ -95,7 +95,9 @@ impl FrameHeader {
     }
 
     /// Reads a header from the first `format.header_len()` bytes of `bytes`, which must be
-    /// that long. The CRC24 is checked before any field is trusted (RECV-1).
+    /// that long. The CRC24 is checked before any field is trusted (RECV-1). A header that
+    /// fails it is also tried as the other format's, as far as `bytes` reaches: a sender that
+    /// frames in the format it was not told to (LIFE-8) is told from one whose CRC24 is wrong.
     #[inline(always)]
     pub fn read(format: Format, bytes: &[u8]) -> Result<FrameHeader, ErrorKind> {
         let (ulen_shift, sc_bit, ck_bit, rsv_shift, rsv_width, n) = Self::layout(format);
@@ -116,6 +118,7 @@ impl FrameHeader {
                 found,
                 computed,
                 unframed_envelope: starts_like_envelope_header(bytes),
+                other_format: verifies_as(format.other(), bytes),
             });
         }
         let uncompressed_length = match format {
@@ -145,6 +148,15 @@ impl FrameHeader {
             _ => self.payload_length as usize,
         }
     }
+}
+
+/// Whether `bytes` begin with a header of `format` whose CRC24 verifies; false when they are
+/// shorter than that header.
+fn verifies_as(format: Format, bytes: &[u8]) -> bool {
+    let n = format.header_len();
+    bytes.len() >= n
+        && crc24(&bytes[..n - 3])
+            == u32::from_le_bytes([bytes[n - 3], bytes[n - 2], bytes[n - 1], 0])
 }
 
 #[cfg(test)]
@@ -217,6 +229,29 @@ mod tests {
         }
     }
 
+    // LIFE-8: a header of one format read as the other's fails its CRC24 and says that it
+    // verifies as the other format's; a corrupt one does not, nor one cut short.
+    #[test]
+    fn a_header_of_the_other_format_reads_as_one() {
+        for (written, expected) in [
+            (Format::Lz4, Format::Uncompressed),
+            (Format::Uncompressed, Format::Lz4),
+        ] {
+            let mut b = bytes(&FrameHeader::new(written, 40, 80, true, false));
+            b.resize(8, 0x5a);
+            let other = |b: &[u8]| match FrameHeader::read(expected, b) {
+                Err(ErrorKind::HeaderCrcMismatch { other_format, .. }) => other_format,
+                read => panic!("{written:?} header read as {expected:?}: {read:?}"),
+            };
+            assert!(other(&b), "{written:?} as {expected:?}");
+            if written == Format::Lz4 {
+                assert!(!other(&b[..6]), "cut short");
+            }
+            b[0] ^= 1;
+            assert!(!other(&b), "corrupt {written:?} as {expected:?}");
+        }
+    }
+
     // LIFE-7, LIFE-4: an envelope header where a frame header should be fails the CRC24, and
     // reads as what it is, so that the sender is charged with not framing rather than with CRC-1.
     #[test]
@@ -234,6 +269,7 @@ mod tests {
                     },
                     computed: crc24(&event[..format.header_len() - 3]),
                     unframed_envelope: true,
+                    other_format: false,
                 })
             );
         }

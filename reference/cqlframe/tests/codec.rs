@@ -392,3 +392,29 @@ fn envelope_checks_come_in_order() {
         assert_eq!(first_rule(s, 99, &frame(s, &e, false)), want, "{length}");
     }
 }
+
+// LIFE-8: an LZ4 frame where uncompressed ones are due fails its header CRC24 (RECV-1) and is
+// told for what it is, in any chunking: a failing header is held back until the longest
+// header's bytes are in. Cut after six bytes, it is RECV-1 all the same, without the telling.
+#[test]
+fn a_frame_of_the_other_format_is_told_in_any_chunking() {
+    let envelope = envelope_bytes(5, 0, 2, Opcode::Options, &[]);
+    let lz4 = frame(
+        FrameSettings::new(Format::Lz4, PayloadChecksum::Crc32),
+        &envelope,
+        true,
+    );
+    let plain = FrameSettings::default();
+    let other = |t: &Transcript| match t.error.as_ref().map(|e| &e.kind) {
+        Some(ErrorKind::HeaderCrcMismatch { other_format, .. }) => *other_format,
+        kind => panic!("expected RECV-1, got {kind:?}"),
+    };
+    for size in 1..=lz4.len() {
+        let t = Transcript::decode(plain, MAX_BODY, lz4.chunks(size));
+        assert!(other(&t), "in chunks of {size}");
+    }
+    for cut in [6, 7] {
+        let t = Transcript::decode(plain, MAX_BODY, lz4[..cut].chunks(1));
+        assert!(!other(&t), "cut at {cut}");
+    }
+}

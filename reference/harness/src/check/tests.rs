@@ -190,6 +190,74 @@ fn committed_session_captures() {
     }
 }
 
+// JUDGE-8, JUDGE-9, JUDGE-11: on each committed session capture, check charges the receivers'
+// findings to the sender's rule the manifest's `charged` gives (LIFE-8, LIFE-5, NEG-4 ...), one
+// entry per rule with its count and first offset, in order, and says what it could not judge as
+// the manifest's `unjudged` lists it.
+#[test]
+fn committed_session_captures_charge_and_note_as_the_manifest_says() {
+    for case in sessions() {
+        let id = case["id"].as_str().expect("id");
+        let bytes = std::fs::read(root().join(format!("vectors/pcap/{id}.pcap"))).expect("pcap");
+        let found = check_bytes(&bytes);
+        let mine: Vec<_> = found[0]
+            .rules
+            .iter()
+            .map(|v| &v.rule)
+            .filter(|c| c.first.kind != "sender_rule")
+            .map(|c| {
+                let f = &c.first;
+                let sender = f.broken_by_sender().to_string();
+                (
+                    f.direction.name().to_string(),
+                    f.rule.to_string(),
+                    sender,
+                    f.offset,
+                    c.count,
+                )
+            })
+            .collect();
+        let mut theirs: Vec<(String, String, String, u64, u64)> = Vec::new();
+        for c in case["expected"]["charged"].as_array().expect("charged") {
+            let text = |key: &str| c[key].as_str().expect(key).to_string();
+            let key = (text("direction"), text("rule"), text("sender_rule"));
+            match theirs
+                .iter_mut()
+                .find(|t| (&t.0, &t.1, &t.2) == (&key.0, &key.1, &key.2))
+            {
+                Some(t) => t.4 += 1,
+                None => theirs.push((
+                    key.0,
+                    key.1,
+                    key.2,
+                    c["offset"].as_u64().expect("offset"),
+                    1,
+                )),
+            }
+        }
+        assert_eq!(mine, theirs, "{id}: charged");
+
+        let notes = &found[0].notes;
+        let unjudged = case["expected"]["unjudged"].as_array().expect("unjudged");
+        assert_eq!(notes.len(), unjudged.len(), "{id}: {notes:?}");
+        for (note, u) in notes.iter().zip(unjudged) {
+            let at = format!(
+                "at byte {} of {}",
+                u["offset"],
+                u["direction"].as_str().unwrap()
+            );
+            let what = match u["rule"].as_str() {
+                Some(rule) => format!("{rule} not judged"),
+                None => "the STARTUP".to_string(),
+            };
+            assert!(
+                note.starts_with(&what) && note.contains(&at),
+                "{id}: {note} for {u}"
+            );
+        }
+    }
+}
+
 // JUDGE-2: bytes of one write cut into many segments are still one write's bytes in order.
 #[test]
 fn resegmented_captures_give_the_same_result() {

@@ -10,7 +10,9 @@
 //! probe's); a SUPPORTED without `FRAME_CHECKSUMS` makes the server side one that ignores
 //! `FRAME_CHECKSUM`, as such a server does. Beside what each receiver refuses, the judge checks
 //! the sender rules of the handshake: NEG-4 in the client's STARTUP, and the server's answer to
-//! it (NEG-2, NEG-6, NEG-9: a STARTUP taken that had to be refused). A direction can also be judged
+//! it (NEG-2, NEG-6, NEG-9: a STARTUP taken that had to be refused); and it names the sender's
+//! rule behind a receiver's where the handshake decides it: LIFE-8 for a frame of what a STARTUP
+//! refused with ERROR asked for, NEG-4 for the checksum bits an old server's READY left apart. A direction can also be judged
 //! from a known frame boundary on ([`Judge::resume`]), for captures joined midway or resumed
 //! after a gap.
 
@@ -21,14 +23,14 @@ use crate::verdict::Level;
 use cqlframe::body;
 use cqlframe::checksum::PayloadChecksum;
 use cqlframe::connection::{
-    framed_envelope_fault, negotiate, Connection, ConnectionEvent, Negotiated, Role, ServerOptions,
-    FIRST_FRAMED_VERSION,
+    framed_envelope_fault, negotiate, requested, Connection, ConnectionEvent, Negotiated, Role,
+    ServerOptions, FIRST_FRAMED_VERSION,
 };
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::encoder::SplitPolicy;
 use cqlframe::envelope::{opcode_name, Envelope, EnvelopeHeader, Opcode, RESPONSE_BIT};
 use cqlframe::error::ErrorKind;
-use cqlframe::format::{parse_checksum, FrameSettings};
+use cqlframe::format::{parse_checksum, Format, FrameSettings};
 use cqlframe::FramingError;
 
 /// Unframed client bytes kept to replay into a server side re-created from SUPPORTED.
@@ -82,6 +84,9 @@ pub struct Judge {
     startup: Option<Startup>,
     /// The STARTUP response has been shown to `server`.
     responded: bool,
+    /// What a STARTUP answered with ERROR asked for: after it both sides frame uncompressed
+    /// with CRC32 (LIFE-8), and a frame of what it asked is its sender's LIFE-8.
+    refused: Option<FrameSettings>,
     /// Unframed client bytes so far, to replay into a re-created `server`.
     replay: Option<Vec<u8>>,
     negotiated: Option<Negotiated>,
@@ -130,6 +135,7 @@ impl Judge {
             },
             startup: None,
             responded: false,
+            refused: None,
             replay: Some(Vec::new()),
             negotiated: None,
             unjudged: Vec::new(),
@@ -281,6 +287,7 @@ impl Judge {
             unjudged,
             startup,
             responded,
+            refused,
             replay,
             negotiated,
             sides,
@@ -349,8 +356,11 @@ impl Judge {
                             *responded = true;
                             out.extend(missed_refusal(s, node.known.as_ref(), &envelope, offset));
                             let answers = h.version == s.version | RESPONSE_BIT;
-                            if node.known.is_none() && answers {
+                            if node.known.is_none() && answers && !keeps_neg6(s, &envelope) {
                                 unjudged.extend(s.unjudged_checksum("NEG-6", offset));
+                            }
+                            if answers && h.opcode == Opcode::Error as u8 {
+                                *refused = s.options.as_deref().map(requested);
                             }
                         }
                         show
@@ -396,6 +406,9 @@ impl Judge {
                 && checksum_ignored(node.known.as_ref(), startup.as_ref())
             {
                 finding.sender_rule = Some("NEG-4");
+            }
+            if refused.is_some_and(|asked| framed_as_refused(&e.kind, asked)) {
+                finding.sender_rule = Some("LIFE-8");
             }
             out.push(finding);
         }
@@ -545,6 +558,29 @@ fn missed_refusal(
     ))
 }
 
+/// Whether `answer` keeps NEG-6 whatever the node accepts, so that nothing is left undecided:
+/// an ERROR (PROTOCOL_ERROR) is the refusal NEG-6 asks for, and a STARTUP of v4 or lower has its
+/// `FRAME_CHECKSUM` ignored (NEG-7).
+fn keeps_neg6(startup: &Startup, answer: &Envelope<'_>) -> bool {
+    let refused = answer.header.opcode == Opcode::Error as u8
+        && body::read_error_code(answer.body) == Ok(body::PROTOCOL_ERROR);
+    refused || startup.version < FIRST_FRAMED_VERSION
+}
+
+/// Whether the frame that failed with `kind`, after an ERROR answered a STARTUP that asked for
+/// `asked`, is a frame of what that STARTUP asked, where both sides frame uncompressed with
+/// CRC32 (LIFE-8): a header that verifies as an LZ4 one when LZ4 was asked, or a checksum bit
+/// set when CRC32C was. Its sender framed as if the STARTUP had been taken.
+fn framed_as_refused(kind: &ErrorKind, asked: FrameSettings) -> bool {
+    match *kind {
+        ErrorKind::HeaderCrcMismatch { other_format, .. } => {
+            other_format && asked.format == Format::Lz4
+        }
+        ErrorKind::ChecksumBitMismatch { bit, .. } => bit && asked.checksum_bit(),
+        _ => false,
+    }
+}
+
 /// Whether `startup` asked for a `FRAME_CHECKSUM` other than `crc32` of a node known to ignore the
 /// key (its SUPPORTED had no `FRAME_CHECKSUMS`): the node frames with CRC32 as it must, the
 /// client as it asked, and each receiver fails the other's first frame on its checksum bit
@@ -575,8 +611,6 @@ impl Startup {
     }
 }
 
-/// NEG-4: a STARTUP asks for a `FRAME_CHECKSUM` other than `crc32` that the node did not list
-/// (judged only when what the node listed is known).
 /// NEG-4: a STARTUP asks for a `FRAME_CHECKSUM` other than `crc32` that the node did not list
 /// (judged only when what the node listed is known).
 fn unlisted_checksum(startup: &Envelope<'_>, listed: &[String], offset: u64) -> Option<Finding> {

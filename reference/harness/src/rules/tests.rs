@@ -251,6 +251,55 @@ fn an_unframed_envelope_after_the_switch_is_the_senders_life4_or_life5() {
     assert_eq!(found[0].broken_by_sender(), "CRC-1");
 }
 
+// LIFE-8: after an ERROR to a STARTUP both sides frame uncompressed with CRC32. A frame of what
+// the refused STARTUP asked (an LZ4 header, the checksum bit set) fails its receiver's RECV-1 or
+// RECV-3, and its sender, of either side, broke LIFE-8; the same frame after a STARTUP that
+// asked nothing of the kind, or a merely corrupt one, stays CRC-1's or FMT-13's.
+#[test]
+fn a_frame_as_the_refused_startup_asked_is_life8() {
+    let lz4 = FrameSettings::new(Format::Lz4, PayloadChecksum::Crc32);
+    let crc32c = FrameSettings::new(Format::Uncompressed, PayloadChecksum::Crc32c);
+    let request = [envelope_bytes(5, 0, 2, Opcode::Options, &[])];
+    let answer = [envelope_bytes(0x85, 0, 2, Opcode::Supported, &[0, 0])];
+    let corrupt = |mut wire: Vec<u8>| {
+        wire[0] ^= 1;
+        wire
+    };
+    for (asked, d, wire, rule, sender) in [
+        ("lz4", C2S, framed(lz4, &request), "RECV-1", "LIFE-8"),
+        ("lz4", S2C, framed(lz4, &answer), "RECV-1", "LIFE-8"),
+        ("crc32c", C2S, framed(crc32c, &request), "RECV-3", "LIFE-8"),
+        ("crc32c", S2C, framed(crc32c, &answer), "RECV-3", "LIFE-8"),
+        ("none", C2S, framed(lz4, &request), "RECV-1", "CRC-1"),
+        ("none", C2S, framed(crc32c, &request), "RECV-3", "FMT-13"),
+        (
+            "lz4",
+            C2S,
+            corrupt(framed(lz4, &request)),
+            "RECV-1",
+            "CRC-1",
+        ),
+    ] {
+        let options: &[(&str, &str)] = match asked {
+            "lz4" => &[("COMPRESSION", "lz4")],
+            "crc32c" => &[("FRAME_CHECKSUM", "crc32c")],
+            _ => &[],
+        };
+        let mut judge = Judge::new(MAX_BODY);
+        let mut found = Vec::new();
+        judge.receive(C2S, &startup(options), &mut found);
+        judge.receive(
+            S2C,
+            &protocol_error(0x85, 0, 1, "no CQL_VERSION"),
+            &mut found,
+        );
+        judge.receive(d, &wire, &mut found);
+        let what = format!("{asked}, {d:?}");
+        assert_eq!(rules(&found), vec![(rule, Level::Must, d, true)], "{what}");
+        assert_eq!(found[0].broken_by_sender(), sender, "{what}");
+    }
+}
+
 // A block that breaks LZ4's end-of-block rules: the receiver's LZ4-6, found against the sender's
 // LZ4-5. The envelope (9 + 20 'z's) is a block of 18 literals and a 4-byte match 11 bytes before
 // the end.
@@ -936,4 +985,30 @@ fn what_cannot_be_judged_is_said_and_is_no_finding() {
     let v4 = envelope_bytes(4, 0, 1, Opcode::Startup, &startup(&[])[9..]);
     judge.receive(C2S, &v4, &mut found);
     assert!(judge.unjudged().is_empty() && found.is_empty());
+
+    // An ERROR (PROTOCOL_ERROR) is the refusal NEG-6 asks for, and a v4 server ignores the key
+    // (NEG-7): NEG-6 is kept whatever the node accepts, and only NEG-4 is left undecided.
+    for (version, answer) in [
+        (5, protocol_error(0x85, 0, 1, "no CQL_VERSION")),
+        (4, envelope_bytes(0x84, 0, 1, Opcode::Ready, &[])),
+    ] {
+        let mut judge = Judge::new(MAX_BODY);
+        let crc32c = &startup(&[("FRAME_CHECKSUM", "crc32c")])[9..];
+        judge.receive(
+            C2S,
+            &envelope_bytes(version, 0, 1, Opcode::Startup, crc32c),
+            &mut found,
+        );
+        judge.receive(S2C, &answer, &mut found);
+        let rules: Vec<_> = judge
+            .unjudged()
+            .iter()
+            .map(|u| match u {
+                Unjudged::Checksum { rule, .. } => *rule,
+                Unjudged::StartupUnanswered { .. } => "unanswered",
+            })
+            .collect();
+        assert_eq!(rules, ["NEG-4"], "v{version}");
+        assert!(found.is_empty(), "{found:#?}");
+    }
 }

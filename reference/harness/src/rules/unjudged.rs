@@ -2,6 +2,7 @@
 //! finding, and never passed over, so that a connection without findings is not taken for one
 //! shown clean.
 
+use super::finding::Direction;
 use std::fmt;
 
 /// One thing the judge of a connection could not decide.
@@ -17,6 +18,19 @@ pub enum Unjudged {
         offset: u64,
         value: String,
     },
+}
+
+impl Unjudged {
+    /// The direction whose bytes it concerns: the client's STARTUP (an unanswered one, NEG-4),
+    /// or the server's answer (NEG-6).
+    pub fn direction(&self) -> Direction {
+        match self {
+            Unjudged::StartupUnanswered { .. } | Unjudged::Checksum { rule: "NEG-4", .. } => {
+                Direction::ClientToServer
+            }
+            Unjudged::Checksum { .. } => Direction::ServerToClient,
+        }
+    }
 }
 
 impl fmt::Display for Unjudged {

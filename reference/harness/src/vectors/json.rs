@@ -113,7 +113,11 @@ pub fn entry(case: &Case) -> Result<(Value, CaseFiles), String> {
     let mut expected = expected(case, None);
     if let Input::Session(session) = &case.input {
         // What the judge finds does not depend on how the streams are chunked: computed once.
-        expected["judged"] = session.judged();
+        [
+            expected["judged"],
+            expected["charged"],
+            expected["unjudged"],
+        ] = session.verdict();
     }
     let found = first_error_rule(&expected);
     if found.as_deref() != case.breaks {
@@ -193,6 +197,7 @@ mod tests {
                 found: 1,
                 computed: 2,
                 unframed_envelope: true,
+                other_format: false,
             },
             ErrorKind::ChecksumBitMismatch {
                 bit: true,

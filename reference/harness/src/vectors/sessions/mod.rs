@@ -6,7 +6,7 @@ use super::{cql, Case, Group, Input};
 use crate::pcap::write::HandshakeWrites;
 use cqlframe::body;
 use cqlframe::checksum::PayloadChecksum;
-use cqlframe::connection::{requested, Connection, ConnectionEvent, ServerOptions};
+use cqlframe::connection::{requested, Connection, ConnectionEvent, Role, ServerOptions};
 use cqlframe::encoder::{FrameEncoder, SplitPolicy};
 use cqlframe::envelope::{envelope_bytes, Opcode, FLAG_COMPRESSION, FLAG_USE_BETA};
 use cqlframe::format::{Format, FrameSettings};
@@ -213,8 +213,47 @@ pub fn cases() -> Vec<Case> {
         None,
         compression_flag_after_switch(),
     ));
+    all.push(case(
+        "crc32c-asked-without-supported",
+        "The client asks for CRC32C in a STARTUP sent without OPTIONS, and the server, which accepts it, answers READY: both frame with CRC32C. Whoever judges the capture has seen no SUPPORTED of the node, so it can judge neither whether the client was told crc32c (NEG-4) nor whether the server accepts it (NEG-6), and says so (JUDGE-11): at the STARTUP and at READY.",
+        &with(&["NEG-4", "NEG-6", "JUDGE-7", "JUDGE-11"]),
+        None,
+        without_supported(Opcode::Ready),
+    ));
+    all.push(case(
+        "crc32c-refused-without-supported",
+        "The client asks for CRC32C in a STARTUP sent without OPTIONS and without CQL_VERSION, and the server refuses it with ERROR (PROTOCOL_ERROR): both frame uncompressed with CRC32 (LIFE-8). With no SUPPORTED seen, NEG-4 cannot be judged (JUDGE-11); NEG-6 can, since the refusal is what it asks for whatever the node accepts.",
+        &with(&["NEG-4", "NEG-6", "LIFE-8", "JUDGE-11"]),
+        None,
+        without_supported(Opcode::Error),
+    ));
     all.extend(violations());
     all
+}
+
+/// A STARTUP asking for CRC32C, sent with no OPTIONS before it, answered with `response`
+/// (READY, or an ERROR refusing it for a missing CQL_VERSION), then one request and its
+/// answer, framed as the answer decided.
+fn without_supported(response: Opcode) -> Session {
+    let mut s = Script::new(5, 0, ServerOptions::default());
+    let (startup, answer) = match response {
+        Opcode::Error => (
+            vec![("FRAME_CHECKSUM", "crc32c")],
+            body::error(body::PROTOCOL_ERROR, "STARTUP has no CQL_VERSION"),
+        ),
+        _ => (
+            vec![("CQL_VERSION", "3.0.0"), ("FRAME_CHECKSUM", "crc32c")],
+            Vec::new(),
+        ),
+    };
+    s.request(1, Opcode::Startup, &body::string_map(&startup))
+        .response(1, response, &answer);
+    s.request(2, Opcode::Options, &[]).response(
+        2,
+        Opcode::Supported,
+        &supported(&ServerOptions::default()),
+    );
+    s.session()
 }
 
 /// `count` OPTIONS on streams 0.. and STARTUP with `startup` on the next stream in one write;
@@ -417,6 +456,10 @@ fn violations() -> Vec<Case> {
             Taken { options: &[cql, ("FRAME_CHECKSUM", "crc32"), ("frame_checksum", "crc32")], response: ready.clone(), event: Some(&event), node: None }.session()),
         case("server-takes-unlisted-checksum", "The node's SUPPORTED lists FRAME_CHECKSUMS crc32 only; the client asks for CRC32C all the same (NEG-4), and the server answers READY and frames with CRC32C, where it must refuse the STARTUP (NEG-6).", &["NEG-4", "NEG-6", "NEG-3"], Some("NEG-4"),
             Taken { options: &[cql, ("FRAME_CHECKSUM", "crc32c")], response: ready.clone(), event: Some(&event), node: Some(ServerOptions { checksums: Some(vec![PayloadChecksum::Crc32]), ..ServerOptions::default() }) }.session()),
+        case("client-frames-lz4-after-startup-error", "The client asks COMPRESSION=lz4 in a STARTUP without CQL_VERSION; the server refuses it with ERROR, after which both sides frame uncompressed with CRC32 (LIFE-8). The client frames its next OPTIONS with LZ4 all the same: the server's receiver fails the header's CRC24 (RECV-1), which verifies as an LZ4 header, so the client broke LIFE-8 rather than CRC-1. The server reports it with a framed ERROR and closes (ERR-1).", &["LIFE-8", "RECV-1", "ERR-1"], Some("RECV-1"),
+            framed_after_startup_error(Role::Client)),
+        case("server-frames-lz4-after-startup-error", "The client asks COMPRESSION=lz4 in a STARTUP without CQL_VERSION; the server refuses it with ERROR, then, as Apache Cassandra does, answers the client's next OPTIONS, framed uncompressed with CRC32 as LIFE-8 asks, with a SUPPORTED framed with LZ4: the client's receiver fails the header's CRC24 (RECV-1), which verifies as an LZ4 header, so the server broke LIFE-8 rather than CRC-1.", &["LIFE-8", "RECV-1"], Some("RECV-1"),
+            framed_after_startup_error(Role::Server)),
         case("wrong-version-envelope", "After the switch the client sends a v4 QUERY inside a v5 frame, then a proper v5 QUERY: the server refuses the first on its own (a v5 ERROR on its stream) and answers the second; the connection goes on.", &["ENV-2"], None,
             wrong_version_envelope(&good_startup, &ready)),
     ]
@@ -478,6 +521,68 @@ fn fault_report(client: &[u8]) -> Vec<u8> {
         .receive(client, |_| Ok(()))
         .expect_err("the client's bytes hold a framing error");
     server.error_response(&error)
+}
+
+/// A STARTUP asking for LZ4 refused with ERROR (no CQL_VERSION), after which `framing_lz4` frames
+/// with LZ4 as if it had been taken, where both sides frame uncompressed with CRC32 (LIFE-8): the
+/// client its OPTIONS, which the reference server fails and reports (ERR-1); or the server its
+/// SUPPORTED answering the client's OPTIONS, framed as it must be.
+fn framed_after_startup_error(framing_lz4: Role) -> Session {
+    let startup = startup(&[("COMPRESSION", "lz4")]);
+    let error = envelope_bytes(
+        0x85,
+        0,
+        1,
+        Opcode::Error,
+        &body::error(body::PROTOCOL_ERROR, "STARTUP has no CQL_VERSION"),
+    );
+    let lz4 = FrameSettings::new(Format::Lz4, PayloadChecksum::Crc32);
+    let settings = |role| match role == framing_lz4 {
+        true => lz4,
+        false => FrameSettings::default(),
+    };
+    let frame = |role, envelope: &[u8]| {
+        let mut out = Vec::new();
+        FrameEncoder::new(settings(role), SplitPolicy::DRIVERS)
+            .write_envelopes([envelope], &mut out);
+        out
+    };
+    let options = frame(Role::Client, &envelope_bytes(5, 0, 2, Opcode::Options, &[]));
+    let client = [startup.as_slice(), &options].concat();
+    let answer = match framing_lz4 {
+        Role::Client => {
+            let mut server =
+                Connection::server(ServerOptions::default(), MAX_BODY, SplitPolicy::SERVER);
+            server
+                .receive(&startup, |_| Ok(()))
+                .expect("reference server receives the STARTUP");
+            server.send(&[&error], &mut Vec::new()).expect("ERROR sent");
+            let fault = server
+                .receive(&options, |_| Ok(()))
+                .expect_err("the LZ4 frame fails the server's header check");
+            server.error_response(&fault)
+        }
+        Role::Server => frame(
+            Role::Server,
+            &envelope_bytes(
+                0x85,
+                0,
+                2,
+                Opcode::Supported,
+                &supported(&ServerOptions::default()),
+            ),
+        ),
+    };
+    Session {
+        server_responds_after: startup.len(),
+        client_switch: Some(startup.len()),
+        server_switch: Some(error.len()),
+        client,
+        server: [error, answer].concat(),
+        server_options: ServerOptions::default(),
+        server_versions: CURRENT_VERSIONS,
+        handshake_writes: HandshakeWrites::LockStep,
+    }
 }
 
 /// A v4 QUERY and a v5 QUERY in one frame after the switch; the reference server refuses the

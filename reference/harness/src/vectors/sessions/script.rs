@@ -4,7 +4,7 @@
 
 use super::super::json;
 use crate::pcap::write::{session_turns, HandshakeWrites, Peer, Turn, WriteError};
-use crate::rules::{Direction, Judge};
+use crate::rules::{Direction, Finding, Judge, Unjudged};
 use crate::transcript::{error_json, EnvelopeRecord, FrameRecord};
 use cqlframe::body;
 use cqlframe::connection::{
@@ -61,10 +61,10 @@ impl Session {
         )
     }
 
-    /// The sender rules that the kit's judge finds broken and no receiver refuses (FMT-6,
-    /// ENV-4, NEG-4, a server that takes a STARTUP it must refuse: NEG-2, NEG-6, NEG-9), on
-    /// both streams exchanged as the session's capture exchanges them.
-    pub(crate) fn judged(&self) -> Value {
+    /// What the kit's judge finds on both streams, exchanged as the session's capture
+    /// exchanges them, in the order it finds them (JUDGE-9), and what it could not decide
+    /// (JUDGE-11).
+    fn judge(&self) -> (Vec<Finding>, Vec<Unjudged>) {
         let turns = self.turns().unwrap_or_default();
         let mut judge = Judge::new(MAX_BODY);
         let mut found = Vec::new();
@@ -78,13 +78,31 @@ impl Session {
         for d in Direction::BOTH {
             judge.finish(d, &mut found);
         }
-        found
+        (found, judge.unjudged())
+    }
+
+    /// The judge's verdict on the session: the sender rules it finds broken that no receiver
+    /// refuses (FMT-6, ENV-4, NEG-4, a server that takes a STARTUP it must refuse: NEG-2,
+    /// NEG-6, NEG-9), what the receivers refuse with the sender's rule behind each (JUDGE-8),
+    /// and what it could not decide (JUDGE-11): `judged`, `charged` and `unjudged`.
+    pub(crate) fn verdict(&self) -> [Value; 3] {
+        let (found, unjudged) = self.judge();
+        let (senders, receivers): (Vec<_>, Vec<_>) =
+            found.iter().partition(|f| f.kind == "sender_rule");
+        let judged = senders
             .iter()
-            .filter(|f| f.kind == "sender_rule")
             .map(|f| {
                 json!({"direction": f.direction, "rule": f.rule, "level": f.level, "offset": f.offset})
             })
-            .collect()
+            .collect();
+        let charged = receivers
+            .iter()
+            .map(|f| {
+                json!({"direction": f.direction, "rule": f.rule, "sender_rule": f.broken_by_sender(), "offset": f.offset})
+            })
+            .collect();
+        let unjudged = unjudged.iter().map(unjudged_json).collect();
+        [judged, charged, unjudged]
     }
 
     /// Replays both directions through a reference client and server: what each receives. A
@@ -334,4 +352,17 @@ pub(crate) fn supported(options: &ServerOptions) -> Vec<u8> {
         ));
     }
     body::string_multimap(&entries)
+}
+
+/// A JUDGE-11 note as the manifest's `unjudged` lists it: what, in which direction, where.
+fn unjudged_json(u: &Unjudged) -> Value {
+    let (what, rule, offset) = match u {
+        Unjudged::StartupUnanswered { offset } => ("startup_unanswered", None, offset),
+        Unjudged::Checksum { rule, offset, .. } => ("checksum", Some(rule), offset),
+    };
+    let mut note = json!({"what": what, "direction": u.direction(), "offset": offset});
+    if let Some(rule) = rule {
+        note["rule"] = json!(rule);
+    }
+    note
 }
