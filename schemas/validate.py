@@ -7,7 +7,8 @@ Checks, each counted once in the last line:
 * every schema (and the two it refers to, vectors/manifest.schema.json and
   conformance/adapter-report.schema.json) is a valid 2020-12 schema, and schemas/CHANGELOG.md
   lists every document at the format version its schema states;
-* `cqlframe check --json` and every line of `--json-lines` on every capture of vectors/pcap/,
+* `cqlframe check --json` and every line of `--json-lines` (and of `--json-lines --follow`,
+  with its `found` lines) on every capture of vectors/pcap/,
   on a capture cut short (capture_error), and on the per-case captures of each REPORT_DIR;
 * `cqlframe decode --json` on every frames case of vectors/manifest.json (valid and failing);
 * `cqlframe conformance server` probed by `cqlframe probe`: the server's printed observations
@@ -120,8 +121,9 @@ def cqlframe(binary, *args, codes=(0, 1)):
 def check_captures(binary, docs, captures):
     """check --json and check --json-lines on each (label, capture)."""
     for label, pcap in captures:
-        for name, flag in [("check", "--json"), ("check-line", "--json-lines")]:
-            out, problem = cqlframe(binary, "check", flag, "--no-progress", pcap, codes=(0, 1, 3))
+        for name, flags in [("check", ["--json"]), ("check-line", ["--json-lines"]),
+                            ("check-line", ["--json-lines", "--follow"])]:
+            out, problem = cqlframe(binary, "check", *flags, "--no-progress", pcap, codes=(0, 1, 3))
             if problem:
                 docs.report(False, "%s: %s" % (name, label), [problem])
                 continue

@@ -343,3 +343,59 @@ fn decode_streams_a_long_valid_input_in_bounded_memory() {
     assert_eq!(out.lines().filter(|l| l.starts_with("frame ")).count(), 512);
     assert!(peak < 32 * MIB, "peak {peak}");
 }
+
+#[test]
+fn check_follow_on_standard_input_streams_in_bounded_memory_with_the_findings_of_a_file() {
+    // A live capture never ends: --follow on `-` must forget each connection as it closes.
+    let path = generate_with_findings("follow.pcap", 96);
+    let file = path.clone();
+    let follow = |c: &mut Command| {
+        c.args(["check", "-", "--follow", "--json-lines"]);
+    };
+    let (status, peak, out, err) = run(follow, move |input| {
+        let mut f = std::fs::File::open(file)?;
+        std::io::copy(&mut f, input)?;
+        Ok(())
+    });
+    let whole = cqlframe()
+        .args(["check", "--json-lines", "--no-progress"])
+        .arg(&path)
+        .output()
+        .expect("cqlframe check");
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(status.code(), Some(1), "MUST violations: {err}");
+    assert!(peak < 32 * MIB, "96 MiB capture on stdin, peak {peak}");
+    // Without its `found` lines, and but for the capture's name and the time taken, the
+    // followed run writes what the run on the file writes.
+    let comparable = |text: &str| -> Vec<serde_json::Value> {
+        text.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON"))
+            .filter(|l| l["type"] != "found")
+            .map(|mut l| {
+                if l["type"] == "totals" {
+                    l["capture"] = "".into();
+                    l["totals"]["seconds"] = 0.into();
+                }
+                l
+            })
+            .collect()
+    };
+    let found = out
+        .lines()
+        .filter(|l| l.contains(r#""type":"found""#))
+        .count();
+    let findings = out
+        .lines()
+        .filter(|l| l.contains(r#""type":"finding""#))
+        .count();
+    assert!(findings > 10_000, "{findings} findings");
+    assert_eq!(
+        found, findings,
+        "one found line per rule broken per direction"
+    );
+    let whole = String::from_utf8(whole.stdout).expect("UTF-8");
+    assert!(
+        comparable(&out) == comparable(&whole),
+        "--follow on - differs"
+    );
+}
