@@ -238,7 +238,7 @@ fn run_json(
 /// A closed connection as --json-lines writes it: a `finding` line per rule broken per
 /// direction (the entries of the connection's `rules` in --json), then the `connection` line,
 /// the summary without those entries.
-fn write_connection_lines(out: &mut impl Write, c: ConnSummary) -> std::io::Result<()> {
+pub(crate) fn write_connection_lines(out: &mut impl Write, c: ConnSummary) -> std::io::Result<()> {
     for v in &c.rules {
         write_line(out, "finding", object(v))?;
     }
@@ -247,7 +247,7 @@ fn write_connection_lines(out: &mut impl Write, c: ConnSummary) -> std::io::Resu
     write_line(out, "connection", summary)
 }
 
-fn object(value: &impl serde::Serialize) -> serde_json::Map<String, Value> {
+pub(crate) fn object(value: &impl serde::Serialize) -> serde_json::Map<String, Value> {
     match serde_json::to_value(value).expect("serialisable") {
         Value::Object(map) => map,
         other => unreachable!("a struct serialises to an object, not {other}"),
@@ -255,7 +255,7 @@ fn object(value: &impl serde::Serialize) -> serde_json::Map<String, Value> {
 }
 
 /// One line of --json-lines: `fields` with the line's `format` version and `type`.
-fn write_line(
+pub(crate) fn write_line(
     out: &mut impl Write,
     kind: &str,
     mut fields: serde_json::Map<String, Value>,

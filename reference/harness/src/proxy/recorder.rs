@@ -1,0 +1,240 @@
+//! Every byte the proxy forwards, in the order it forwarded them, through one checker: each
+//! write is made a TCP segment of its connection (the frames `cqlframe check` reads), judged as
+//! such and, with `--capture`, written to the capture. The live verdict and the verdict of
+//! `cqlframe check` on the capture are then one computation on the same packets.
+
+use super::log::WireLog;
+use crate::check::{Checker, ConnSummary, Event, Totals};
+use crate::pcap::write::{self as capture, Options, Peer, Segments, ACK, FIN, PSH, SYN};
+use crate::wire_log::Dir;
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Closed connections whose summary and wire log the report keeps; later ones are counted.
+pub const KEPT_CONNECTIONS: usize = 1000;
+/// Wire-log lines kept per connection.
+pub const LOG_LINES: usize = 400;
+/// The server port of every connection in the capture, whatever the upstream's: the port a
+/// CQL dissector and `cqlframe check` look at by default.
+pub const CAPTURE_SERVER_PORT: u16 = capture::SERVER_PORT;
+/// The MSS announced and the largest segment written: the largest an IPv4 packet holds.
+const MSS: usize = capture::MAX_MSS;
+/// TCP RST, for a connection the proxy or a peer cut.
+const RST: u8 = 0x04;
+
+/// Where each event goes as it happens (the command's live output).
+pub type Sink = Box<dyn FnMut(&Event) + Send>;
+
+/// A connection closed, as the report shows it.
+pub struct Closed {
+    pub summary: ConnSummary,
+    pub log: WireLog,
+}
+
+struct Open {
+    tcp: Segments,
+    log: WireLog,
+    ended: [bool; 2],
+}
+
+pub struct Recorder {
+    checker: Checker,
+    capture: Option<Box<dyn Write + Send>>,
+    capture_error: Option<String>,
+    packets: u64,
+    /// Connections are numbered from 1 in the order they open, as the checker numbers them.
+    next_id: usize,
+    open: HashMap<usize, Open>,
+    pub closed: Vec<Closed>,
+    pub closed_not_kept: usize,
+    sink: Sink,
+}
+
+impl Recorder {
+    pub fn new(max_body: u32, capture: Option<Box<dyn Write + Send>>, sink: Sink) -> Self {
+        let mut r = Recorder {
+            checker: Checker::new(vec![CAPTURE_SERVER_PORT], max_body),
+            capture,
+            capture_error: None,
+            packets: 0,
+            next_id: 1,
+            open: HashMap::new(),
+            closed: Vec::new(),
+            closed_not_kept: 0,
+            sink,
+        };
+        let header = capture::file_header();
+        r.write_capture(&header);
+        r
+    }
+
+    pub fn totals_mut(&mut self) -> &mut Totals {
+        &mut self.checker.totals
+    }
+
+    pub fn capture_error(&self) -> Option<&str> {
+        self.capture_error.as_deref()
+    }
+
+    fn write_capture(&mut self, bytes: &[u8]) {
+        if let Some(w) = &mut self.capture {
+            if let Err(e) = w.write_all(bytes).and_then(|()| w.flush()) {
+                self.capture_error = Some(format!("capture: {e}; not written further"));
+                self.capture = None;
+            }
+        }
+    }
+
+    /// A connection accepted and connected upstream: its number, and its three-way handshake.
+    pub fn open(&mut self, note: String) -> usize {
+        let id = self.next_id;
+        self.next_id += 1;
+        let i = id as u32;
+        let options = Options {
+            client_port: client_port(id),
+            server_port: CAPTURE_SERVER_PORT,
+            client_isn: 0x1c5a_0000u32.wrapping_add(i << 20),
+            server_isn: 0x5e4b_0000u32.wrapping_add(i << 20),
+            mss: MSS,
+        };
+        let mut log = WireLog::new(LOG_LINES);
+        log.push(Dir::Note, note);
+        self.open.insert(
+            id,
+            Open {
+                tcp: Segments::new(&options),
+                log,
+                ended: [false; 2],
+            },
+        );
+        let mss = (MSS as u16).to_be_bytes();
+        let option = [2, 4, mss[0], mss[1]];
+        self.segment(id, Peer::Client, SYN, &option, &[]);
+        self.segment(id, Peer::Server, SYN | ACK, &option, &[]);
+        self.segment(id, Peer::Client, ACK, &[], &[]);
+        id
+    }
+
+    /// `bytes` that `from` wrote, about to be forwarded as they are.
+    pub fn data(&mut self, id: usize, from: Peer, bytes: &[u8]) {
+        if let Some(c) = self.open.get_mut(&id) {
+            let dir = dir(from);
+            c.log.push(dir, format!("{} bytes", bytes.len()));
+        }
+        let count = bytes.len().div_ceil(MSS);
+        for (i, chunk) in bytes.chunks(MSS).enumerate() {
+            let flags = if i + 1 == count { PSH | ACK } else { ACK };
+            self.segment(id, from, flags, &[], chunk);
+        }
+    }
+
+    /// A line in the connection's wire log (what the proxy did or saw).
+    pub fn note(&mut self, id: usize, dir: Dir, text: String) {
+        if let Some(c) = self.open.get_mut(&id) {
+            c.log.push(dir, text);
+        }
+    }
+
+    /// `from` closed its side in order (FIN), or the connection was cut (`reset`: by a peer's
+    /// reset, or by the proxy itself at a limit or at its end; what was cut is not judged as a
+    /// frame left unfinished).
+    pub fn end(&mut self, id: usize, from: Peer, reset: bool) {
+        let Some(c) = self.open.get_mut(&id) else {
+            return;
+        };
+        if c.ended[from.index()] {
+            return;
+        }
+        c.ended[from.index()] = true;
+        if reset {
+            c.ended = [true; 2];
+            self.segment(id, from, RST | ACK, &[], &[]);
+        } else {
+            self.segment(id, from, FIN | ACK, &[], &[]);
+        }
+    }
+
+    /// Every connection still open is cut, then summarised.
+    pub fn finish(&mut self) {
+        let mut ids: Vec<usize> = self.open.keys().copied().collect();
+        ids.sort();
+        for id in ids {
+            self.end(id, Peer::Client, true);
+        }
+        let mut events = Vec::new();
+        self.checker.finish(&mut |e| events.push(e));
+        self.take(events);
+    }
+
+    fn segment(&mut self, id: usize, from: Peer, flags: u8, options: &[u8], payload: &[u8]) {
+        let Some(c) = self.open.get_mut(&id) else {
+            return;
+        };
+        let frame = c.tcp.frame(from, flags, options, payload);
+        self.packets += 1;
+        if self.capture.is_some() {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default();
+            let mut record = Vec::with_capacity(16 + frame.len());
+            capture::record(
+                &mut record,
+                now.as_secs() as u32,
+                now.subsec_micros(),
+                &frame,
+            );
+            self.write_capture(&record);
+        }
+        let mut events = Vec::new();
+        self.checker
+            .packet(self.packets, capture::LINKTYPE_ETHERNET, &frame, &mut |e| {
+                events.push(e)
+            });
+        self.take(events);
+    }
+
+    fn take(&mut self, events: Vec<Event>) {
+        for e in events {
+            (self.sink)(&e);
+            match e {
+                Event::Found(v) => {
+                    if let Some(c) = self.open.get_mut(&v.connection) {
+                        let dir = if v.sender == "client" {
+                            Dir::C2s
+                        } else {
+                            Dir::S2c
+                        };
+                        c.log.push(dir, crate::check::found_line(&v));
+                    }
+                }
+                Event::Closed(summary) => {
+                    let Some(open) = self.open.remove(&summary.id) else {
+                        continue;
+                    };
+                    if self.closed.len() < KEPT_CONNECTIONS {
+                        self.closed.push(Closed {
+                            summary: *summary,
+                            log: open.log,
+                        });
+                    } else {
+                        self.closed_not_kept += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The client port of connection `id` in the capture: distinct for every connection open at
+/// once (far fewer than 50000), never the server port.
+pub fn client_port(id: usize) -> u16 {
+    10_000 + ((id - 1) % 50_000) as u16
+}
+
+fn dir(from: Peer) -> Dir {
+    match from {
+        Peer::Client => Dir::C2s,
+        Peer::Server => Dir::S2c,
+    }
+}
