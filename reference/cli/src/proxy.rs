@@ -5,7 +5,7 @@ use crate::check::{object, write_connection_lines, write_line};
 use crate::Failure;
 use clap::Args as ClapArgs;
 use cqlframe_harness::check::{found_line, summary_text, Event};
-use cqlframe_harness::proxy::{report, Config, Limits, Proxy};
+use cqlframe_harness::proxy::{report, Config, Limits, Live, Proxy};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -49,7 +49,8 @@ pub struct Args {
     #[arg(long)]
     duration: Option<f64>,
     /// Live output as JSON lines (schemas/check-line.schema.json): a `found` line per rule as
-    /// first broken, then at each connection's close its `finding` lines and `connection` line.
+    /// first broken, then at each connection's close its `finding` lines and `connection` line;
+    /// a `reaction` line when the proxy sees the driver fail to react as a rule requires.
     #[arg(long)]
     json_lines: bool,
     /// Text output: findings only, no summary of a connection that broke nothing.
@@ -67,7 +68,9 @@ pub struct Args {
     max_body: u32,
     /// Disturb the traffic: `chop=N` delivers the node's bytes to the client in pieces of N
     /// bytes, each read by the driver before the next is written (as the conformance suite's
-    /// recv.chop cases do).
+    /// recv.chop cases do). A driver that then reads an answer, sends nothing for a second while
+    /// no other connection is busy, and closes the connection did not take the answer: a
+    /// `RECV-4 (MUST) driver:` line, and the run fails.
     #[arg(long)]
     fault: Vec<String>,
 }
@@ -93,13 +96,17 @@ pub fn run(args: Args) -> Result<(), Failure> {
         None => None,
     };
     let (json_lines, quiet) = (args.json_lines, args.quiet);
-    let sink = Box::new(move |event: &Event| {
+    let sink = Box::new(move |live: Live<'_>| {
         let mut out = std::io::stdout().lock();
-        let _ = match event {
-            Event::Found(v) if json_lines => write_line(&mut out, "found", object(v)),
-            Event::Found(v) => writeln!(out, "{}", found_line(v)),
-            Event::Closed(c) if json_lines => write_connection_lines(&mut out, (**c).clone()),
-            Event::Closed(c) => out.write_all(summary_text(c, quiet).as_bytes()),
+        let _ = match live {
+            Live::Judged(Event::Found(v)) if json_lines => write_line(&mut out, "found", object(v)),
+            Live::Judged(Event::Found(v)) => writeln!(out, "{}", found_line(v)),
+            Live::Judged(Event::Closed(c)) if json_lines => {
+                write_connection_lines(&mut out, (**c).clone())
+            }
+            Live::Judged(Event::Closed(c)) => out.write_all(summary_text(c, quiet).as_bytes()),
+            Live::Reaction(r) if json_lines => write_line(&mut out, "reaction", object(r)),
+            Live::Reaction(r) => writeln!(out, "{}", r.line()),
         };
         let _ = out.flush();
     });

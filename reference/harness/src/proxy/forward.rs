@@ -165,6 +165,7 @@ fn pump(
                 if to.write(&buf[..n]).is_err() {
                     return cut(&source, &to.stream, None, from.other());
                 }
+                shared.recorder.lock().unwrap().delivered(id, from);
             }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 let quiet = started.elapsed().as_millis() as u64 - activity.load(Ordering::Relaxed);

@@ -12,6 +12,7 @@
 mod forward;
 pub mod limits;
 mod log;
+pub mod reaction;
 pub mod recorder;
 pub mod report;
 mod shared;
@@ -19,9 +20,11 @@ mod shared;
 mod tests;
 
 pub use limits::Limits;
-pub use recorder::{Closed, Sink};
+pub use reaction::Reaction;
+pub use recorder::{Closed, Live, Sink};
 
 use crate::check::Totals;
+use crate::verdict::Level;
 use recorder::Recorder;
 use shared::Shared;
 use std::io::{ErrorKind, Write};
@@ -61,6 +64,8 @@ pub struct Outcome {
     /// Connections in the order they closed (the first [`recorder::KEPT_CONNECTIONS`]).
     pub connections: Vec<Closed>,
     pub connections_not_kept: usize,
+    /// The proxy's checks of the drivers' reactions that failed.
+    pub reactions: Vec<Reaction>,
     pub refused_connections: usize,
     pub upstream_failures: usize,
     pub totals: Totals,
@@ -69,9 +74,9 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// Whether a MUST was broken on any connection.
+    /// Whether a MUST was broken on any connection, in its bytes or by the driver's reaction.
     pub fn broke_must(&self) -> bool {
-        self.totals.violations > 0
+        self.totals.violations > 0 || self.reactions.iter().any(|r| r.level == Level::Must)
     }
 }
 
@@ -90,7 +95,12 @@ impl Proxy {
         listener.set_nonblocking(true)?;
         let local = listener.local_addr()?;
         let shared = Arc::new(Shared {
-            recorder: Mutex::new(Recorder::new(config.limits.max_body, config.capture, sink)),
+            recorder: Mutex::new(Recorder::new(
+                config.limits.max_body,
+                config.chop,
+                config.capture,
+                sink,
+            )),
             limits: config.limits,
             upstream,
             upstream_name: config.upstream,
@@ -158,6 +168,7 @@ impl Proxy {
             chop: s.chop,
             connections: std::mem::take(&mut r.closed),
             connections_not_kept: r.closed_not_kept,
+            reactions: std::mem::take(&mut r.reactions),
             refused_connections: s.refused.load(Ordering::SeqCst),
             upstream_failures: s.upstream_failures.load(Ordering::SeqCst),
             totals: std::mem::take(r.totals_mut()),

@@ -4,12 +4,13 @@
 //! `cqlframe check` on the capture are then one computation on the same packets.
 
 use super::log::WireLog;
+use super::reaction::{Reaction, STALL};
 use crate::check::{Checker, ConnSummary, Event, Totals};
 use crate::pcap::write::{self as capture, Options, Peer, Segments, ACK, FIN, PSH, SYN};
 use crate::wire_log::Dir;
 use std::collections::HashMap;
 use std::io::Write;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Closed connections whose summary and wire log the report keeps; later ones are counted.
 pub const KEPT_CONNECTIONS: usize = 1000;
@@ -23,8 +24,15 @@ const MSS: usize = capture::MAX_MSS;
 /// TCP RST, for a connection the proxy or a peer cut.
 const RST: u8 = 0x04;
 
-/// Where each event goes as it happens (the command's live output).
-pub type Sink = Box<dyn FnMut(&Event) + Send>;
+/// What the proxy reports as it happens: the judge's events, and its own checks of the
+/// driver's reactions.
+pub enum Live<'a> {
+    Judged(&'a Event),
+    Reaction(&'a Reaction),
+}
+
+/// Where each report goes as it happens (the command's live output).
+pub type Sink = Box<dyn FnMut(Live<'_>) + Send>;
 
 /// A connection closed, as the report shows it.
 pub struct Closed {
@@ -36,6 +44,10 @@ struct Open {
     tcp: Segments,
     log: WireLog,
     ended: [bool; 2],
+    /// When each side's bytes were last forwarded (the node's: delivered).
+    last: [Option<Instant>; 2],
+    /// The judge found a rule broken in the node's bytes.
+    server_broke: bool,
 }
 
 pub struct Recorder {
@@ -48,11 +60,22 @@ pub struct Recorder {
     open: HashMap<usize, Open>,
     pub closed: Vec<Closed>,
     pub closed_not_kept: usize,
+    /// The proxy's checks of the drivers' reactions that failed.
+    pub reactions: Vec<Reaction>,
+    /// The node's bytes are delivered in pieces of this many bytes (0: as read).
+    chop: usize,
+    /// The last byte forwarded on a connection closed since.
+    closed_traffic: Option<Instant>,
     sink: Sink,
 }
 
 impl Recorder {
-    pub fn new(max_body: u32, capture: Option<Box<dyn Write + Send>>, sink: Sink) -> Self {
+    pub fn new(
+        max_body: u32,
+        chop: usize,
+        capture: Option<Box<dyn Write + Send>>,
+        sink: Sink,
+    ) -> Self {
         let mut r = Recorder {
             checker: Checker::new(vec![CAPTURE_SERVER_PORT], max_body),
             capture,
@@ -62,6 +85,9 @@ impl Recorder {
             open: HashMap::new(),
             closed: Vec::new(),
             closed_not_kept: 0,
+            reactions: Vec::new(),
+            chop,
+            closed_traffic: None,
             sink,
         };
         let header = capture::file_header();
@@ -106,6 +132,8 @@ impl Recorder {
                 tcp: Segments::new(&options),
                 log,
                 ended: [false; 2],
+                last: [None; 2],
+                server_broke: false,
             },
         );
         let mss = (MSS as u16).to_be_bytes();
@@ -121,11 +149,19 @@ impl Recorder {
         if let Some(c) = self.open.get_mut(&id) {
             let dir = dir(from);
             c.log.push(dir, format!("{} bytes", bytes.len()));
+            c.last[from.index()] = Some(Instant::now());
         }
         let count = bytes.len().div_ceil(MSS);
         for (i, chunk) in bytes.chunks(MSS).enumerate() {
             let flags = if i + 1 == count { PSH | ACK } else { ACK };
             self.segment(id, from, flags, &[], chunk);
+        }
+    }
+
+    /// The bytes of `from` last given to `data` have all been written to the other end.
+    pub fn delivered(&mut self, id: usize, from: Peer) {
+        if let Some(c) = self.open.get_mut(&id) {
+            c.last[from.index()] = Some(Instant::now());
         }
     }
 
@@ -147,12 +183,46 @@ impl Recorder {
             return;
         }
         c.ended[from.index()] = true;
+        if from == Peer::Client && self.chop > 0 {
+            self.stalled(id);
+        }
+        let Some(c) = self.open.get_mut(&id) else {
+            return;
+        };
         if reset {
             c.ended = [true; 2];
             self.segment(id, from, RST | ACK, &[], &[]);
         } else {
             self.segment(id, from, FIN | ACK, &[], &[]);
         }
+    }
+
+    /// The client closes connection `id`: had it been waiting for an answer delivered in
+    /// pieces (see [`super::reaction`])?
+    fn stalled(&mut self, id: usize) {
+        let Some(c) = self.open.get(&id) else {
+            return;
+        };
+        let [Some(asked), Some(answered)] = c.last else {
+            return;
+        };
+        let silence = answered.elapsed();
+        let others = self
+            .open
+            .iter()
+            .filter(|(other, _)| **other != id)
+            .flat_map(|(_, o)| o.last.iter().flatten())
+            .chain(self.closed_traffic.iter())
+            .any(|&t| t > answered);
+        if c.server_broke || asked > answered || silence < STALL || others {
+            return;
+        }
+        let r = Reaction::stalled(id, self.chop, silence);
+        if let Some(c) = self.open.get_mut(&id) {
+            c.log.push(Dir::Note, r.line());
+        }
+        (self.sink)(Live::Reaction(&r));
+        self.reactions.push(r);
     }
 
     /// Every connection still open is cut, then summarised.
@@ -196,10 +266,11 @@ impl Recorder {
 
     fn take(&mut self, events: Vec<Event>) {
         for e in events {
-            (self.sink)(&e);
+            (self.sink)(Live::Judged(&e));
             match e {
                 Event::Found(v) => {
                     if let Some(c) = self.open.get_mut(&v.connection) {
+                        c.server_broke |= v.sender == "server";
                         let dir = if v.sender == "client" {
                             Dir::C2s
                         } else {
@@ -212,6 +283,8 @@ impl Recorder {
                     let Some(open) = self.open.remove(&summary.id) else {
                         continue;
                     };
+                    let last = open.last.iter().flatten().max().copied();
+                    self.closed_traffic = self.closed_traffic.max(last);
                     if self.closed.len() < KEPT_CONNECTIONS {
                         self.closed.push(Closed {
                             summary: *summary,

@@ -30,6 +30,7 @@ pub fn json(o: &Outcome) -> Value {
         "refused_connections": o.refused_connections,
         "upstream_failures": o.upstream_failures,
         "connections_not_kept": o.connections_not_kept,
+        "reactions": o.reactions,
         "capture_error": o.capture_error,
         "connections": o.connections.iter().map(|c| &c.summary).collect::<Vec<_>>(),
     })
@@ -48,6 +49,18 @@ pub fn write_all(o: &Outcome, dir: &Path) -> std::io::Result<()> {
 fn junit(o: &Outcome) -> String {
     let mut cases = String::new();
     let (mut tests, mut failures) = (0, 0);
+    for r in &o.reactions {
+        tests += 1;
+        failures += usize::from(r.level == Level::Must);
+        let _ = writeln!(
+            cases,
+            "    <testcase classname=\"proxy.connection-{}\" name=\"{} driver reaction\"><failure message=\"{}\">{}</failure></testcase>",
+            r.connection,
+            r.rule,
+            esc(&r.message),
+            esc(&r.line())
+        );
+    }
     for c in &o.connections {
         let s = &c.summary;
         let class = format!("proxy.connection-{}", s.id);
@@ -116,6 +129,9 @@ fn html(o: &Outcome) -> String {
             String::new()
         }
     );
+    for r in &o.reactions {
+        let _ = writeln!(s, "<p class=fail>{}</p>", esc(&r.line()));
+    }
     for c in &o.connections {
         let sm = &c.summary;
         let class = match (sm.violations, sm.findings) {

@@ -75,10 +75,11 @@ fn start(
 ) -> (Proxy, Shared, mpsc::Receiver<String>) {
     let capture = Shared::default();
     let (tx, rx) = mpsc::channel();
-    let sink: Sink = Box::new(move |e: &Event| {
-        let line = match e {
-            Event::Found(v) => serde_json::to_string(v).unwrap(),
-            Event::Closed(c) => serde_json::to_string(&**c).unwrap(),
+    let sink: Sink = Box::new(move |live: Live<'_>| {
+        let line = match live {
+            Live::Judged(Event::Found(v)) => serde_json::to_string(v).unwrap(),
+            Live::Judged(Event::Closed(c)) => serde_json::to_string(&**c).unwrap(),
+            Live::Reaction(r) => serde_json::to_string(r).unwrap(),
         };
         let _ = tx.send(line);
     });
@@ -290,4 +291,68 @@ fn chopped_delivery_gives_the_client_reads_of_at_most_n_bytes() {
     assert_eq!(got, answer);
     assert!(reads.iter().all(|&n| n <= 3), "{reads:?}");
     proxy.stop();
+}
+
+/// A node that answers each byte it reads with `answer`, until the client closes.
+fn echo_node(answer: &'static [u8]) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { return };
+            std::thread::spawn(move || {
+                let mut b = [0u8; 1];
+                while matches!(s.read(&mut b), Ok(1)) {
+                    if s.write_all(answer).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// A client that asks once, reads the answer, waits `pause`, and closes.
+fn ask_and_close(proxy: SocketAddr, answer: usize, pause: Duration) {
+    let mut s = TcpStream::connect(proxy).unwrap();
+    s.write_all(b"?").unwrap();
+    let mut got = vec![0u8; answer];
+    s.read_exact(&mut got).unwrap();
+    std::thread::sleep(pause);
+}
+
+// RECV-4: under chopped delivery, a client that read its answer and then waited before giving
+// the connection up is reported; one that closes at once, or waits while another connection is
+// busy (a pool's idle connection), is not.
+#[test]
+fn a_client_that_stalls_after_a_chopped_answer_is_reported() {
+    let upstream = echo_node(b"answer");
+    let (proxy, _, live) = start(upstream, Limits::DEFAULT, 2);
+    ask_and_close(proxy.local, 6, Duration::ZERO);
+    ask_and_close(proxy.local, 6, reaction::STALL + Duration::from_millis(300));
+    // Waits as long, but another connection carries bytes meanwhile.
+    let busy = std::thread::spawn(move || {
+        let mut s = TcpStream::connect(proxy.local).unwrap();
+        let mut got = [0u8; 6];
+        for _ in 0..10 {
+            s.write_all(b"?").unwrap();
+            s.read_exact(&mut got).unwrap();
+            std::thread::sleep(Duration::from_millis(150));
+        }
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    ask_and_close(proxy.local, 6, reaction::STALL + Duration::from_millis(300));
+    busy.join().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let outcome = proxy.stop();
+    let stalled: Vec<usize> = outcome.reactions.iter().map(|r| r.connection).collect();
+    assert_eq!(stalled, [2], "{:?}", outcome.reactions);
+    assert_eq!(outcome.reactions[0].rule, "RECV-4");
+    assert!(outcome.broke_must());
+    let lines: Vec<String> = live.try_iter().collect();
+    assert!(
+        lines.iter().any(|l| l.contains("did not take the answer")),
+        "{lines:?}"
+    );
 }
