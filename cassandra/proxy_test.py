@@ -13,6 +13,13 @@
    connect and a RECV-4 reaction; the proxy exits 1. The Java driver, which takes every split,
    connects with no finding and no reaction. Again check's verdict on the capture equals the
    proxy's judge.
+3. Every frame fault of the catalogue (`cqlframe conformance list --json`) on the Python
+   workload's data connection: applied once to a real response of the node, found by the judge
+   under the fault's rule, check on the capture in agreement, and the driver's reaction
+   (--expect-fault) what the suite found for the Python driver (conformance/RESULTS.md). Two
+   LZ4 faults need responses the workload does not make and are listed as such.
+
+    python proxy_test.py PORT OUT_DIR [FAULT ...]   (faults: only those of step 3)
 
 Exit status 1 on any failure. Prints one line per step.
 """
@@ -122,7 +129,70 @@ def main() -> int:
     assert status == 0 and not report["reactions"], (status, report["reactions"])
     assert report["totals"]["violations"] == 0 and report["totals"]["connections"] > 0, report["totals"]
     print(f"proxy: chop=1: the Java driver connected, no finding, no reaction ({time.time() - started:.0f} s)")
-    return 0
+
+    # 3. Every frame fault of the catalogue on the node's real frames.
+    only = sys.argv[3:]
+    return faults(port, out, only)
+
+
+# The Python driver's outcome for each fault in the conformance suite (conformance/RESULTS.md):
+# the proxy's reaction check must agree where the suite's verdict is about the driver's reaction.
+SUITE_FAILS = {"overshoot", "interleave", "empty-continuation", "checksum-bit", "truncate-frame",
+               "partial-envelope"}
+SUITE_PASSES = {"header-bitflip", "payload-bitflip", "trailer-bitflip", "truncate-sequence",
+                "lz4-length", "lz4-bad-offset", "unframed"}
+# Faults that need a response in one frame ending with a row value that repeats with the
+# conformance rows' period (256 bytes): the workload's responses have none, so the fault never
+# applies here (the suite applies them to its own rows).
+NOT_APPLICABLE = {"lz4-ends-after-match", "lz4-last-match-too-late"}
+
+
+def faults(port: int, out: Path, only: list[str]) -> int:
+    """Each fault on the Python workload's data connection (connection 2; 1 is its control
+    connection), LZ4 faults on an LZ4 connection: the fault applied to a real response, the
+    judge finds it under the fault's rule in the node's direction, check on the capture agrees,
+    and with --expect-fault the driver's reaction is what the suite found."""
+    listing = subprocess.run([CQLFRAME, "conformance", "list", "--json"], capture_output=True, text=True,
+                             check=True, cwd=ROOT)
+    kinds = sorted({c["server"]["fault"]["kind"] for c in json.loads(listing.stdout)["cases"]
+                    if c["server"].get("fault") and (not only or c["server"]["fault"]["kind"] in only)})
+    failures = []
+    for kind in kinds:
+        started = time.time()
+        name = f"proxy-fault-{kind}"
+        compression = "lz4" if kind.startswith("lz4") else "none"
+        proxy, via, _ = start(port, out, name, "--fault", f"{kind},connection=2", "--expect-fault")
+        try:
+            # A driver that hangs on the fault is stopped after the proxy's reaction bound.
+            ok = subprocess.run([PYTHON, str(ROOT / "cassandra/workload.py"), str(via), compression],
+                                capture_output=True, timeout=15).returncode == 0
+        except subprocess.TimeoutExpired:
+            ok = False
+        status = stop(proxy)
+        report = same_as_check(out, name)
+        fault = report["fault"]
+        conn = next((c for c in report["connections"] if c["id"] == 2), None)
+        rules = {r[k] for r in (conn or {}).get("rules", []) for k in ("rule", "sender_rule")
+                 if r["direction"] == "server-to-client" and r.get(k)}
+        reacted = [r["rule"] for r in report["reactions"]]
+        line = (f"proxy: fault {kind}: applied {fault['applied']}, judged {sorted(rules)}, workload "
+                f"{'ok' if ok else 'failed'}, reaction {reacted or 'none'}, exit {status} "
+                f"({time.time() - started:.0f} s)")
+        print(line)
+        if kind in NOT_APPLICABLE:
+            if fault["applied"] != 0:
+                failures.append(f"{line}: applied, where it was not before: move it out of NOT_APPLICABLE")
+            continue
+        # An unframed envelope after the switch is detected as a header that fails its CRC24
+        # (RECV-1; the judge's message names LIFE-7).
+        judged = "RECV-1" if kind == "unframed" else fault["rule"]
+        if fault["applied"] != 1 or judged not in rules:
+            failures.append(line)
+        if kind in SUITE_FAILS and not reacted or kind in SUITE_PASSES and reacted:
+            failures.append(f"{line}: the suite's verdict differs")
+    for f in failures:
+        print(f"proxy: FAIL {f}")
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@
 #    (cassandra/proxy_test.py): the Python workload and the Python and Java drivers unchanged
 #    through it, no MUST violation, check's verdict on its capture equal to its own; with
 #    --fault chop=1 the Python driver's header-split bug as a failed connect and a RECV-4
-#    reaction, the Java driver clean;
+#    reaction, the Java driver clean; every frame fault of the catalogue on the node's real
+#    frames, judged under its rule, the driver's reaction (--expect-fault) as the suite found;
 # 7. stops the node. Nothing is left running, whatever happens (trap on exit).
 # Prints the time of each step. Exit status non-zero if any step fails.
 set -euo pipefail
@@ -158,7 +159,7 @@ step "the dissector names the same rules and notes as cqlframe check on the inte
 CQLFRAME_BIN="$bin" python3 wireshark/tests/check_judge.py --port "$port" "$out/interop.pcapng"
 
 if [ -z "$extension" ]; then
-    step "cqlframe proxy between the drivers and the node: clean runs, then --fault chop=1"
+    step "cqlframe proxy between the drivers and the node: clean runs, --fault chop=1, every frame fault"
     CQLFRAME_BIN="$bin" "$python" cassandra/proxy_test.py "$port" "$out/proxy"
 fi
 

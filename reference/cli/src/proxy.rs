@@ -5,7 +5,7 @@ use crate::check::{object, write_connection_lines, write_line};
 use crate::Failure;
 use clap::Args as ClapArgs;
 use cqlframe_harness::check::{found_line, summary_text, Event};
-use cqlframe_harness::proxy::{report, Config, Limits, Live, Proxy};
+use cqlframe_harness::proxy::{report, Config, FaultSpec, Limits, Live, Proxy};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -71,12 +71,26 @@ pub struct Args {
     /// recv.chop cases do). A driver that then reads an answer, sends nothing for a second while
     /// no other connection is busy, and closes the connection did not take the answer: a
     /// `RECV-4 (MUST) driver:` line, and the run fails.
+    ///
+    /// Or a frame fault of the catalogue (`cqlframe conformance list`: header-bitflip,
+    /// payload-bitflip, trailer-bitflip, checksum-bit, truncate-frame, truncate-sequence,
+    /// empty-continuation, overshoot, interleave, lz4-length, lz4-bad-offset, ...) on the node's
+    /// real frames: `KIND[,connection=N][,after=N][,to=server]`. From the switch on, every
+    /// envelope of that direction is decoded and framed again with the negotiated format and
+    /// checksum, the first one after N (0) that the fault applies to broken as the conformance
+    /// server breaks its responses; on every connection, or connection N only; `to=server`
+    /// breaks the driver's frames instead.
     #[arg(long)]
     fault: Vec<String>,
+    /// With a frame fault in the node's bytes: the driver must give the connection up within
+    /// 10 s of the faulty frame (RECV-11); exit 1 if it does not, or if the fault never applied.
+    #[arg(long)]
+    expect_fault: bool,
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
     let mut chop = 0;
+    let mut fault = None;
     for f in &args.fault {
         match f.split_once('=') {
             Some(("chop", n)) => {
@@ -85,8 +99,21 @@ pub fn run(args: Args) -> Result<(), Failure> {
                         Failure::Io(format!("--fault {f}: chop takes a byte count"))
                     })?
             }
-            _ => return Err(Failure::Io(format!("--fault {f}: unknown fault"))),
+            _ if fault.is_some() => {
+                return Err(Failure::Io(format!(
+                    "--fault {f}: one frame fault at a time"
+                )))
+            }
+            _ => {
+                let spec = FaultSpec::parse(f).map_err(|e| Failure::Io(format!("--fault {e}")))?;
+                fault = Some((spec, args.expect_fault));
+            }
         }
+    }
+    if args.expect_fault && fault.is_none() {
+        return Err(Failure::Io(
+            "--expect-fault needs a frame fault (--fault KIND)".into(),
+        ));
     }
     let capture: Option<Box<dyn Write + Send>> = match &args.capture {
         Some(path) => Some(Box::new(std::io::BufWriter::new(
@@ -119,6 +146,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
             max_body: args.max_body,
         },
         chop,
+        fault,
         capture,
     };
     let proxy = Proxy::start(config, sink)
@@ -152,6 +180,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
     );
     if let Some(e) = &outcome.capture_error {
         return Err(Failure::Io(e.clone()));
+    }
+    if args.expect_fault && outcome.faults_applied == 0 {
+        eprintln!("cqlframe proxy: the fault never applied: the driver's reaction is not known");
+        return Err(Failure::Rule);
     }
     if outcome.broke_must() {
         return Err(Failure::Rule);

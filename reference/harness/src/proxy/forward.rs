@@ -155,17 +155,33 @@ fn pump(
         }
         match source.read(&mut buf) {
             Ok(0) => {
-                shared.recorder.lock().unwrap().end(id, from, false);
+                let mut r = shared.recorder.lock().unwrap();
+                if from == Peer::Client {
+                    r.client_closed(id);
+                }
+                r.end(id, from, false);
+                drop(r);
                 let _ = to.stream.shutdown(Shutdown::Write);
                 return;
             }
             Ok(n) => {
                 activity.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
-                shared.recorder.lock().unwrap().data(id, from, &buf[..n]);
-                if to.write(&buf[..n]).is_err() {
+                let out = shared.recorder.lock().unwrap().forward(id, from, &buf[..n]);
+                if to.write(&out.bytes).is_err() {
                     return cut(&source, &to.stream, None, from.other());
                 }
                 shared.recorder.lock().unwrap().delivered(id, from);
+                if out.close {
+                    // A truncation: the node's side ends in order there (FIN), as the
+                    // conformance server ends it, so that the judge sees the cut (RECV-9).
+                    let mut r = shared.recorder.lock().unwrap();
+                    r.note(id, Dir::Note, "the fault closes the node's side".into());
+                    r.end(id, from, false);
+                    drop(r);
+                    let _ = to.stream.shutdown(Shutdown::Write);
+                    let _ = source.shutdown(Shutdown::Both);
+                    return;
+                }
             }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 let quiet = started.elapsed().as_millis() as u64 - activity.load(Ordering::Relaxed);
@@ -176,7 +192,12 @@ fn pump(
                 }
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => return cut(&source, &to.stream, None, from),
+            Err(_) => {
+                if from == Peer::Client {
+                    shared.recorder.lock().unwrap().client_closed(id);
+                }
+                return cut(&source, &to.stream, None, from);
+            }
         }
     }
 }

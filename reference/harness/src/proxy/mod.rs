@@ -16,12 +16,14 @@ pub mod reaction;
 pub mod recorder;
 pub mod report;
 mod shared;
+pub mod tamper;
 #[cfg(test)]
 mod tests;
 
 pub use limits::Limits;
 pub use reaction::Reaction;
 pub use recorder::{Closed, Live, Sink};
+pub use tamper::FaultSpec;
 
 use crate::check::Totals;
 use crate::verdict::Level;
@@ -42,6 +44,9 @@ pub struct Config {
     pub limits: Limits,
     /// Deliver the node's bytes to the client in pieces of this many bytes (0: as read).
     pub chop: usize,
+    /// A frame fault of the catalogue on real frames, and whether the driver's reaction to it
+    /// is checked (`--expect-fault`).
+    pub fault: Option<(FaultSpec, bool)>,
     /// Where the capture of every connection goes, if anywhere.
     pub capture: Option<Box<dyn Write + Send>>,
 }
@@ -61,11 +66,14 @@ pub struct Outcome {
     pub listen: SocketAddr,
     pub limits: Limits,
     pub chop: usize,
+    pub fault: Option<(FaultSpec, bool)>,
     /// Connections in the order they closed (the first [`recorder::KEPT_CONNECTIONS`]).
     pub connections: Vec<Closed>,
     pub connections_not_kept: usize,
     /// The proxy's checks of the drivers' reactions that failed.
     pub reactions: Vec<Reaction>,
+    /// Connections on which the frame fault was applied.
+    pub faults_applied: usize,
     pub refused_connections: usize,
     pub upstream_failures: usize,
     pub totals: Totals,
@@ -98,6 +106,7 @@ impl Proxy {
             recorder: Mutex::new(Recorder::new(
                 config.limits.max_body,
                 config.chop,
+                config.fault,
                 config.capture,
                 sink,
             )),
@@ -106,6 +115,7 @@ impl Proxy {
             upstream_name: config.upstream,
             listen: local,
             chop: config.chop,
+            fault: config.fault,
             stop: AtomicBool::new(false),
             open: AtomicUsize::new(0),
             refused: AtomicUsize::new(0),
@@ -166,9 +176,11 @@ impl Proxy {
             listen: s.listen,
             limits: s.limits,
             chop: s.chop,
+            fault: s.fault,
             connections: std::mem::take(&mut r.closed),
             connections_not_kept: r.closed_not_kept,
             reactions: std::mem::take(&mut r.reactions),
+            faults_applied: r.faults_applied,
             refused_connections: s.refused.load(Ordering::SeqCst),
             upstream_failures: s.upstream_failures.load(Ordering::SeqCst),
             totals: std::mem::take(r.totals_mut()),

@@ -4,7 +4,8 @@
 //! `cqlframe check` on the capture are then one computation on the same packets.
 
 use super::log::WireLog;
-use super::reaction::{Reaction, STALL};
+use super::reaction::{Reaction, REACT, STALL};
+use super::tamper::{FaultSpec, Forward, Tamper};
 use crate::check::{Checker, ConnSummary, Event, Totals};
 use crate::pcap::write::{self as capture, Options, Peer, Segments, ACK, FIN, PSH, SYN};
 use crate::wire_log::Dir;
@@ -48,6 +49,15 @@ struct Open {
     last: [Option<Instant>; 2],
     /// The judge found a rule broken in the node's bytes.
     server_broke: bool,
+    tamper: Option<Tamper>,
+    /// When the fault was delivered, and whether the proxy closed the connection after it.
+    faulted: Option<(Instant, bool)>,
+    /// When the client closed its side (FIN or reset), not the proxy.
+    client_closed: Option<Instant>,
+    /// The node's bytes delivered after the fault (answers to what was in flight, or more).
+    answered_after_fault: bool,
+    /// The client's first bytes written after that: it kept using the connection.
+    used_after_fault: Option<Instant>,
 }
 
 pub struct Recorder {
@@ -64,6 +74,12 @@ pub struct Recorder {
     pub reactions: Vec<Reaction>,
     /// The node's bytes are delivered in pieces of this many bytes (0: as read).
     chop: usize,
+    /// The frame fault, if any, and whether the driver's reaction to it is checked.
+    fault: Option<FaultSpec>,
+    expect_fault: bool,
+    max_body: u32,
+    /// Connections on which the fault was applied.
+    pub faults_applied: usize,
     /// The last byte forwarded on a connection closed since.
     closed_traffic: Option<Instant>,
     sink: Sink,
@@ -73,6 +89,7 @@ impl Recorder {
     pub fn new(
         max_body: u32,
         chop: usize,
+        fault: Option<(FaultSpec, bool)>,
         capture: Option<Box<dyn Write + Send>>,
         sink: Sink,
     ) -> Self {
@@ -87,6 +104,10 @@ impl Recorder {
             closed_not_kept: 0,
             reactions: Vec::new(),
             chop,
+            fault: fault.map(|(f, _)| f),
+            expect_fault: fault.is_some_and(|(_, e)| e),
+            max_body,
+            faults_applied: 0,
             closed_traffic: None,
             sink,
         };
@@ -126,6 +147,10 @@ impl Recorder {
         };
         let mut log = WireLog::new(LOG_LINES);
         log.push(Dir::Note, note);
+        let tamper = self
+            .fault
+            .filter(|f| f.connection.is_none_or(|c| c == id))
+            .map(|f| Tamper::new(f, self.max_body));
         self.open.insert(
             id,
             Open {
@@ -134,6 +159,11 @@ impl Recorder {
                 ended: [false; 2],
                 last: [None; 2],
                 server_broke: false,
+                tamper,
+                faulted: None,
+                client_closed: None,
+                answered_after_fault: false,
+                used_after_fault: None,
             },
         );
         let mss = (MSS as u16).to_be_bytes();
@@ -144,9 +174,51 @@ impl Recorder {
         id
     }
 
-    /// `bytes` that `from` wrote, about to be forwarded as they are.
-    pub fn data(&mut self, id: usize, from: Peer, bytes: &[u8]) {
+    /// `bytes` that `from` wrote: what to forward (faulted, if the fault is on this
+    /// connection and direction), recorded and judged as forwarded.
+    pub fn forward(&mut self, id: usize, from: Peer, bytes: &[u8]) -> Forward {
+        let mut out = match self.open.get_mut(&id).and_then(|c| c.tamper.as_mut()) {
+            Some(t) => t.pass(from, bytes),
+            None => Forward {
+                bytes: bytes.to_vec(),
+                close: false,
+                note: None,
+            },
+        };
+        if let Some(note) = out.note.take() {
+            // The fault's own bytes are not an answer after it.
+            self.data(id, from, &out.bytes);
+            self.faults_applied += 1;
+            if let Some(c) = self.open.get_mut(&id) {
+                c.faulted = Some((Instant::now(), out.close));
+                c.log.push(Dir::Note, note.clone());
+            }
+            out.note = Some(note);
+            return out;
+        }
+        self.data(id, from, &out.bytes);
+        out
+    }
+
+    /// The client closed its side of connection `id` (the proxy did not).
+    pub fn client_closed(&mut self, id: usize) {
         if let Some(c) = self.open.get_mut(&id) {
+            c.client_closed.get_or_insert_with(Instant::now);
+        }
+    }
+
+    fn data(&mut self, id: usize, from: Peer, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        if let Some(c) = self.open.get_mut(&id) {
+            match from {
+                Peer::Client if c.answered_after_fault => {
+                    c.used_after_fault.get_or_insert_with(Instant::now);
+                }
+                Peer::Server if c.faulted.is_some() => c.answered_after_fault = true,
+                _ => {}
+            }
             let dir = dir(from);
             c.log.push(dir, format!("{} bytes", bytes.len()));
             c.last[from.index()] = Some(Instant::now());
@@ -225,6 +297,28 @@ impl Recorder {
         self.reactions.push(r);
     }
 
+    /// `--expect-fault`: a fault in the node's bytes that the client must refuse; the client
+    /// must write nothing on the connection once later bytes of the node reached it, and give it
+    /// up within [`REACT`] (a truncation too: it closed the node's side there).
+    fn reacted(&mut self, id: usize, open: &Open) {
+        let expected = |f: &FaultSpec| self.expect_fault && f.from == Peer::Server;
+        let Some(fault) = self.fault.filter(expected) else {
+            return;
+        };
+        let Some((at, _)) = open.faulted else {
+            return;
+        };
+        let closed = open.client_closed.map(|c| c.duration_since(at));
+        let used = open.used_after_fault.map(|u| u.duration_since(at));
+        let gave_up = closed.is_some_and(|c| c <= REACT);
+        if gave_up && used.is_none() {
+            return;
+        }
+        let r = Reaction::kept(id, fault.kind, used, closed);
+        (self.sink)(Live::Reaction(&r));
+        self.reactions.push(r);
+    }
+
     /// Every connection still open is cut, then summarised.
     pub fn finish(&mut self) {
         let mut ids: Vec<usize> = self.open.keys().copied().collect();
@@ -285,6 +379,7 @@ impl Recorder {
                     };
                     let last = open.last.iter().flatten().max().copied();
                     self.closed_traffic = self.closed_traffic.max(last);
+                    self.reacted(summary.id, &open);
                     if self.closed.len() < KEPT_CONNECTIONS {
                         self.closed.push(Closed {
                             summary: *summary,

@@ -73,6 +73,15 @@ fn start(
     limits: Limits,
     chop: usize,
 ) -> (Proxy, Shared, mpsc::Receiver<String>) {
+    start_with(upstream, limits, chop, None)
+}
+
+fn start_with(
+    upstream: SocketAddr,
+    limits: Limits,
+    chop: usize,
+    fault: Option<FaultSpec>,
+) -> (Proxy, Shared, mpsc::Receiver<String>) {
     let capture = Shared::default();
     let (tx, rx) = mpsc::channel();
     let sink: Sink = Box::new(move |live: Live<'_>| {
@@ -88,6 +97,7 @@ fn start(
         upstream: upstream.to_string(),
         limits,
         chop,
+        fault: fault.map(|f| (f, false)),
         capture: Some(Box::new(capture.clone())),
     };
     (Proxy::start(config, sink).expect("proxy"), capture, rx)
@@ -355,4 +365,53 @@ fn a_client_that_stalls_after_a_chopped_answer_is_reported() {
         lines.iter().any(|l| l.contains("did not take the answer")),
         "{lines:?}"
     );
+}
+
+// RECV-1, RECV-9, RECV-7: a catalogue fault on the node's frames of a real session (the vectors'
+// v5 sessions, uncompressed and LZ4): the first framed response decoded and framed again, broken
+// as the conformance server breaks its own, and the judge finds it under the fault's rule, live
+// as on the capture.
+#[test]
+fn a_catalogue_fault_breaks_the_nodes_frames_as_the_server_breaks_its_own() {
+    let all = sessions();
+    for id in ["session.v5", "session.v5-lz4"] {
+        let (_, client_bytes, server_bytes) = all.iter().find(|s| s.0 == id).expect(id);
+        for (kind, rule) in [("header-bitflip", "RECV-1"), ("truncate-frame", "RECV-9")] {
+            let (tx, _got) = mpsc::channel();
+            let upstream = node(server_bytes.clone(), tx);
+            let spec = FaultSpec::parse(kind).unwrap();
+            let (proxy, capture, live) = start_with(upstream, Limits::DEFAULT, 0, Some(spec));
+            let answer = client(proxy.local, client_bytes);
+            assert_ne!(
+                &answer, server_bytes,
+                "{id} {kind}: the client gets other bytes"
+            );
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while proxy.open_connections() > 0 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let outcome = proxy.stop();
+            assert_eq!(outcome.faults_applied, 1, "{id} {kind}");
+            let live: Vec<String> = live.try_iter().collect();
+            assert_eq!(live, check(&capture.0.lock().unwrap()), "{id} {kind}");
+            let rules: Vec<&str> = outcome.connections[0]
+                .summary
+                .rules
+                .iter()
+                .filter(|v| v.sender == "server")
+                .map(|v| v.rule.first.rule)
+                .collect();
+            assert_eq!(rules, [rule], "{id} {kind}");
+        }
+    }
+}
+
+#[test]
+fn fault_specs_name_the_catalogue() {
+    let spec = FaultSpec::parse("overshoot,connection=3,after=2,to=server").unwrap();
+    assert_eq!(spec.connection, Some(3));
+    assert_eq!(spec.after, 2);
+    assert_eq!(spec.from, crate::pcap::write::Peer::Client);
+    assert!(FaultSpec::parse("no-such-fault").is_err());
+    assert!(FaultSpec::parse("overshoot,after=x").is_err());
 }
