@@ -124,6 +124,49 @@ fn check(capture: &[u8]) -> Vec<String> {
     out
 }
 
+/// The manifest's `server_responds_after` of session `id`: the client's bytes the server reads
+/// before it answers.
+fn responds_after(id: &str) -> usize {
+    let text = std::fs::read_to_string(root().join("vectors/manifest.json")).expect("manifest");
+    let manifest: Value = serde_json::from_str(&text).expect("json");
+    let case = manifest["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .find(|c| c["id"] == id)
+        .expect(id);
+    case["server_responds_after"]
+        .as_u64()
+        .expect("responds_after") as usize
+}
+
+/// A node that reads `first` bytes, writes `answer`, then reads the rest to its end (sent to
+/// `got` whole): a handshake in lock step, as a driver waits for READY.
+fn lock_step_node(first: usize, answer: Vec<u8>, got: mpsc::Sender<Vec<u8>>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut read = vec![0u8; first];
+        s.read_exact(&mut read).unwrap();
+        s.write_all(&answer).unwrap();
+        s.read_to_end(&mut read).unwrap();
+        let _ = got.send(read);
+    });
+    addr
+}
+
+/// A client that writes `first`, reads `answer` bytes, writes `rest` and closes its side.
+fn lock_step_client(proxy: SocketAddr, first: &[u8], answer: usize, rest: &[u8]) {
+    let mut s = TcpStream::connect(proxy).unwrap();
+    s.write_all(first).unwrap();
+    let mut got = vec![0u8; answer];
+    s.read_exact(&mut got).unwrap();
+    s.write_all(rest).unwrap();
+    s.shutdown(Shutdown::Write).unwrap();
+    let _ = s.read_to_end(&mut got);
+}
+
 /// A client that writes `bytes`, closes its side, and reads the node's answer to its end.
 fn client(proxy: SocketAddr, bytes: &[u8]) -> Vec<u8> {
     let mut s = TcpStream::connect(proxy).unwrap();
@@ -367,10 +410,10 @@ fn a_client_that_stalls_after_a_chopped_answer_is_reported() {
     );
 }
 
-// RECV-1, RECV-9, RECV-7: a catalogue fault on the node's frames of a real session (the vectors'
-// v5 sessions, uncompressed and LZ4): the first framed response decoded and framed again, broken
-// as the conformance server breaks its own, and the judge finds it under the fault's rule, live
-// as on the capture.
+// RECV-1, RECV-9: a catalogue fault on the node's frames of a real session (the vectors' v5
+// sessions, uncompressed and LZ4): the first framed envelope decoded and framed again, broken as
+// the conformance server breaks its own, and the judge finds it under the fault's rule, live as
+// on the capture.
 #[test]
 fn a_catalogue_fault_breaks_the_nodes_frames_as_the_server_breaks_its_own() {
     let all = sessions();
@@ -382,8 +425,8 @@ fn a_catalogue_fault_breaks_the_nodes_frames_as_the_server_breaks_its_own() {
             let spec = FaultSpec::parse(kind).unwrap();
             let (proxy, capture, live) = start_with(upstream, Limits::DEFAULT, 0, Some(spec));
             let answer = client(proxy.local, client_bytes);
-            assert_ne!(
-                &answer, server_bytes,
+            assert!(
+                &answer != server_bytes,
                 "{id} {kind}: the client gets other bytes"
             );
             let deadline = Instant::now() + Duration::from_secs(10);
@@ -414,4 +457,39 @@ fn fault_specs_name_the_catalogue() {
     assert_eq!(spec.from, crate::pcap::write::Peer::Client);
     assert!(FaultSpec::parse("no-such-fault").is_err());
     assert!(FaultSpec::parse("overshoot,after=x").is_err());
+}
+
+// RECV-2: a fault in the client's frames (`to=server`), in a session whose client waits for
+// READY before it frames: the node gets the broken frame, and the judge finds it in the client's
+// direction, live as on the capture.
+#[test]
+fn a_fault_to_the_server_breaks_the_clients_frames() {
+    let all = sessions();
+    for id in ["session.v5", "session.v5-lz4"] {
+        let (_, client_bytes, server_bytes) = all.iter().find(|s| s.0 == id).expect(id);
+        let first = responds_after(id);
+        let (tx, got) = mpsc::channel();
+        let upstream = lock_step_node(first, server_bytes.clone(), tx);
+        let spec = FaultSpec::parse("payload-bitflip,to=server").unwrap();
+        let (proxy, capture, live) = start_with(upstream, Limits::DEFAULT, 0, Some(spec));
+        let (head, rest) = client_bytes.split_at(first);
+        lock_step_client(proxy.local, head, server_bytes.len(), rest);
+        let received = got.recv().unwrap();
+        assert!(&received != client_bytes, "{id}: the node gets other bytes");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while proxy.open_connections() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let outcome = proxy.stop();
+        assert_eq!(outcome.faults_applied, 1, "{id}");
+        let live: Vec<String> = live.try_iter().collect();
+        assert_eq!(live, check(&capture.0.lock().unwrap()), "{id}");
+        let rules: Vec<(&str, &str)> = outcome.connections[0]
+            .summary
+            .rules
+            .iter()
+            .map(|v| (v.sender, v.rule.first.rule))
+            .collect();
+        assert_eq!(rules, [("client", "RECV-2")], "{id}");
+    }
 }
