@@ -399,3 +399,64 @@ fn check_follow_on_standard_input_streams_in_bounded_memory_with_the_findings_of
         "--follow on - differs"
     );
 }
+
+#[test]
+fn proxy_memory_stays_flat_whatever_its_clients_send() {
+    // A node that takes whatever it is sent.
+    let node = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream = node.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in node.incoming().flatten() {
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut &s, &mut std::io::sink());
+            });
+        }
+    });
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = free.local_addr().unwrap();
+    drop(free);
+    let proxy = |c: &mut Command| {
+        c.args(["proxy", "--quiet", "--duration", "12", "--listen"])
+            .arg(listen.to_string())
+            .args(["--upstream", &upstream.to_string(), "--report-dir"])
+            .arg(std::env::temp_dir().join(format!("cqlframe-{}-proxy", std::process::id())));
+    };
+    // 400 connections, 8 at a time, each claiming a 1 GB envelope and sending 2 MB of it.
+    let (status, peak, _, err) = run(proxy, move |_| {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let mut claim = vec![0x05, 0, 0, 0, 0x07, 0x3b, 0x9a, 0xca, 0x00];
+        claim.resize(2 << 20, 0x41);
+        let workers: Vec<_> = (0..8)
+            .map(|_| {
+                let claim = claim.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..50 {
+                        if let Ok(mut s) = std::net::TcpStream::connect(listen) {
+                            let _ = s.write_all(&claim);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            let _ = w.join();
+        }
+        Ok(())
+    });
+    assert_eq!(status.code(), Some(1), "the garbage breaks rules: {err}");
+    // Each one served or, past the 64 open at once, refused: none lost.
+    let count = |what: &str| -> u64 {
+        let at = err.find(what).unwrap_or_else(|| panic!("{what}: {err}"));
+        let head = err[..at].trim_end();
+        head[head
+            .rfind(|c: char| !c.is_ascii_digit())
+            .map_or(0, |i| i + 1)..]
+            .parse()
+            .expect("a count")
+    };
+    assert_eq!(count(" connections,") + count(" refused"), 400, "{err}");
+    assert!(
+        peak < 64 * MIB,
+        "up to 800 MB through the proxy, peak {peak}"
+    );
+}

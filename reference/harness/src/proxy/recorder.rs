@@ -13,8 +13,11 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-/// Closed connections whose summary and wire log the report keeps; later ones are counted.
+/// Closed connections whose summary the report keeps; later ones are counted.
 pub const KEPT_CONNECTIONS: usize = 1000;
+/// Closed connections whose wire log the report keeps (the first to close); the others keep
+/// the count of their lines.
+pub const KEPT_LOGS: usize = 100;
 /// Wire-log lines kept per connection.
 pub const LOG_LINES: usize = 400;
 /// The server port of every connection in the capture, whatever the upstream's: the port a
@@ -381,9 +384,14 @@ impl Recorder {
                     self.closed_traffic = self.closed_traffic.max(last);
                     self.reacted(summary.id, &open);
                     if self.closed.len() < KEPT_CONNECTIONS {
+                        let mut log = open.log;
+                        if self.closed.len() >= KEPT_LOGS {
+                            log.dropped += log.lines.len();
+                            log.lines = Vec::new();
+                        }
                         self.closed.push(Closed {
                             summary: *summary,
-                            log: open.log,
+                            log,
                         });
                     } else {
                         self.closed_not_kept += 1;
