@@ -384,11 +384,11 @@ fn a_client_that_stalls_after_a_chopped_answer_is_reported() {
     let (proxy, _, live) = start(upstream, Limits::DEFAULT, 2);
     ask_and_close(proxy.local, 6, Duration::ZERO);
     ask_and_close(proxy.local, 6, reaction::STALL + Duration::from_millis(300));
-    // Waits as long, but another connection carries bytes meanwhile.
+    // Waits as long, but another connection carries bytes meanwhile (for twice as long).
     let busy = std::thread::spawn(move || {
         let mut s = TcpStream::connect(proxy.local).unwrap();
         let mut got = [0u8; 6];
-        for _ in 0..10 {
+        for _ in 0..20 {
             s.write_all(b"?").unwrap();
             s.read_exact(&mut got).unwrap();
             std::thread::sleep(Duration::from_millis(150));
