@@ -24,7 +24,13 @@
 #    kit's CRC32C opt-in, captured; `cqlframe check` and the dissector must show, per session,
 #    the row of the spec's negotiation table that this node and that driver make (CRC32 unless
 #    both have the extension, then CRC32C), and the dissector the same rules as check;
-# 6. stops the node. Nothing is left running, whatever happens (trap on exit).
+# 6. (without the extension) `cqlframe proxy` between the drivers and the node
+#    (cassandra/proxy_test.py): the Python workload and the Python and Java drivers unchanged
+#    through it, no MUST violation, check's verdict on its capture equal to its own; with
+#    --fault chop=1 the Python driver's header-split bug as a failed connect and a RECV-4
+#    reaction, the Java driver clean; every frame fault of the catalogue on the node's real
+#    frames, judged under its rule, the driver's reaction (--expect-fault) as the suite found;
+# 7. stops the node. Nothing is left running, whatever happens (trap on exit).
 # Prints the time of each step. Exit status non-zero if any step fails.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -167,6 +173,11 @@ step "interoperability: each session negotiated what the spec's table says (cqlf
 CQLFRAME_BIN="$bin" python3 cassandra/interop.py judge "$port" "$out/interop.pcapng" "$out/interop-runs.json"
 step "the dissector names the same rules and notes as cqlframe check on the interoperability capture"
 CQLFRAME_BIN="$bin" python3 wireshark/tests/check_judge.py --port "$port" "$out/interop.pcapng"
+
+if [ -z "$extension" ]; then
+    step "cqlframe proxy between the drivers and the node: clean runs, --fault chop=1, every frame fault"
+    CQLFRAME_BIN="$bin" "$python" cassandra/proxy_test.py "$port" "$out/proxy"
+fi
 
 step "stop the node"
 node_stop

@@ -7,7 +7,8 @@ Checks, each counted once in the last line:
 * every schema (and the two it refers to, vectors/manifest.schema.json and
   conformance/adapter-report.schema.json) is a valid 2020-12 schema, and schemas/CHANGELOG.md
   lists every document at the format version its schema states;
-* `cqlframe check --json` and every line of `--json-lines` on every capture of vectors/pcap/,
+* `cqlframe check --json` and every line of `--json-lines` (and of `--json-lines --follow`,
+  with its `found` lines) on every capture of vectors/pcap/,
   on a capture cut short (capture_error), and on the per-case captures of each REPORT_DIR;
 * `cqlframe decode --json` on every frames case of vectors/manifest.json (valid and failing);
 * `cqlframe conformance server` probed by `cqlframe probe`: the server's printed observations
@@ -47,7 +48,7 @@ from referencing import Registry, Resource  # noqa: E402
 HERE = Path(__file__).resolve().parent
 REFERRED = [ROOT / "vectors/manifest.schema.json", ROOT / "conformance/adapter-report.schema.json"]
 # The document schemas: each states a `format` version and has a CHANGELOG.md section.
-DOCUMENTS = ["catalogue", "check", "check-line", "decode", "observations", "report"]
+DOCUMENTS = ["catalogue", "check", "check-line", "decode", "observations", "proxy-report", "report"]
 # The conformance server case `cqlframe probe` runs against.
 PROBED_CASE = "handshake.uncompressed"
 
@@ -120,8 +121,9 @@ def cqlframe(binary, *args, codes=(0, 1)):
 def check_captures(binary, docs, captures):
     """check --json and check --json-lines on each (label, capture)."""
     for label, pcap in captures:
-        for name, flag in [("check", "--json"), ("check-line", "--json-lines")]:
-            out, problem = cqlframe(binary, "check", flag, "--no-progress", pcap, codes=(0, 1, 3))
+        for name, flags in [("check", ["--json"]), ("check-line", ["--json-lines"]),
+                            ("check-line", ["--json-lines", "--follow"])]:
+            out, problem = cqlframe(binary, "check", *flags, "--no-progress", pcap, codes=(0, 1, 3))
             if problem:
                 docs.report(False, "%s: %s" % (name, label), [problem])
                 continue
@@ -153,24 +155,42 @@ def decode_vectors(binary, docs):
 
 
 def probe_the_conformance_server(binary, docs, workdir):
-    """`cqlframe probe` against `cqlframe conformance server`: the probe's report.json, then the
-    observations the server prints when stopped (every connection the probe made)."""
+    """`cqlframe probe` against `cqlframe conformance server` through `cqlframe proxy`: the probe's
+    report.json, the observations the server prints when stopped (every connection the probe
+    made), and the proxy's report.json."""
     server = subprocess.Popen([str(binary), "conformance", "server", "--case", PROBED_CASE],
                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proxy_dir = workdir / "proxy"
+    proxy = None
     try:
         first = server.stdout.readline()
         port = first.strip().rsplit(":", 1)[-1]
+        proxy = subprocess.Popen([str(binary), "proxy", "--listen", "127.0.0.1:0", "--upstream",
+                                  "127.0.0.1:%s" % port, "--report-dir", proxy_dir, "--quiet"],
+                                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        listening = proxy.stderr.readline()
+        proxy_port = listening.split(",")[0].rsplit(":", 1)[-1]
         report_dir = workdir / "probe"
-        _, problem = cqlframe(binary, "probe", "127.0.0.1:%s" % port, "--report-dir", report_dir,
-                              "--fault-wait", "1")
+        _, problem = cqlframe(binary, "probe", "127.0.0.1:%s" % proxy_port, "--report-dir",
+                              report_dir, "--fault-wait", "1")
         if problem:
             docs.report(False, "report: probe of the conformance server", [problem])
         else:
             docs.validate("report", "cqlframe probe of the conformance server",
                           (report_dir / "report.json").read_text())
     finally:
+        if proxy is not None:
+            proxy.send_signal(signal.SIGTERM)
+            _, proxy_err = proxy.communicate(timeout=60)
         server.send_signal(signal.SIGTERM)
         out, err = server.communicate(timeout=60)
+    # The probe's faults break rules: exit 1, and a report all the same.
+    if proxy is None or proxy.returncode not in (0, 1) or not (proxy_dir / "report.json").exists():
+        docs.report(False, "proxy-report: cqlframe proxy in front of the conformance server",
+                    ["exit %s: %s" % (proxy and proxy.returncode, proxy and proxy_err.strip()[-500:])])
+    else:
+        docs.validate("proxy-report", "cqlframe proxy between the probe and the conformance server",
+                      (proxy_dir / "report.json").read_text())
     # The document is what follows the text lines (some of them already read above).
     start = re.search(r"^\{", out, re.M)
     if server.returncode != 0 or start is None:
@@ -287,6 +307,13 @@ def broken_copies(kept):
     broken("report", "a case's bugs as one string", report,
            lambda d: d["cases"][0].__setitem__("bugs", "PYTHON-1337"))
     broken("report", "format 2", report, lambda d: d.__setitem__("format", 2))
+    proxy = first(kept["proxy-report"], lambda d: any(c["rules"] for c in d["connections"]),
+                  "with a finding")
+    broken("proxy-report", "verdict PASSED", proxy, lambda d: d.__setitem__("verdict", "PASSED"))
+    broken("proxy-report", "a connection's rules renamed listed", proxy,
+           lambda d: rename(next(c for c in d["connections"] if c["rules"]), "rules", "listed"))
+    broken("proxy-report", "limits without idle_seconds", proxy, lambda d: d["limits"].pop("idle_seconds"))
+    broken("proxy-report", "format 2", proxy, lambda d: d.__setitem__("format", 2))
     return out
 
 

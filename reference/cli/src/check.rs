@@ -4,11 +4,11 @@
 use crate::Failure;
 use clap::Args as ClapArgs;
 use cqlframe::assembler::DEFAULT_MAX_ENVELOPE_BODY;
-use cqlframe_harness::check::{summary_text, Checker, ConnSummary, Totals};
+use cqlframe_harness::check::{found_line, summary_text, Checker, ConnSummary, Event, Totals};
 use cqlframe_harness::output;
 use cqlframe_harness::pcap::{generate, read::Reader};
 use serde_json::{json, Value};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -25,11 +25,21 @@ use std::time::Instant;
 /// growing with the connections; --json-lines streams one JSON object per line as connections
 /// close, in bounded memory (schemas/check-line.schema.json): a `finding` line per rule broken
 /// per direction, then that connection's `connection` line, and a `totals` line at the end.
+///
+/// Live traffic: `dumpcap -w - -f 'tcp port 9042' | cqlframe check - --follow` judges a running
+/// system. The capture `-` is standard input; --follow prints each rule as soon as it is first
+/// broken in a direction (a `found` line with --json-lines) and each connection's summary as it
+/// closes, flushed at once. Memory stays bounded however long it runs: a closed connection is
+/// forgotten (one that never closes is held, within the limits of reference/cli/LIMITS.md).
 #[derive(ClapArgs)]
 pub struct Args {
-    /// The capture file.
+    /// The capture file; `-` reads standard input.
     #[arg(required_unless_present = "generate")]
     capture: Option<PathBuf>,
+    /// Report each rule as it is first broken and each connection as it closes, flushing the
+    /// output each time (text or --json-lines).
+    #[arg(long, conflicts_with = "json")]
+    follow: bool,
     /// Server ports of CQL connections (comma-separated); 9042 by default, as the Wireshark
     /// dissector's `cqlframe.port`.
     #[arg(long, value_delimiter = ',', default_value = "9042")]
@@ -68,12 +78,17 @@ pub fn run(args: Args) -> Result<(), Failure> {
         return generate::run(&args.from, out, args.megabytes).map_err(Failure::Io);
     }
     let path = args.capture.clone().expect("clap requires a capture");
-    let file =
-        std::fs::File::open(&path).map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?;
-    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let (input, size): (Box<dyn Read>, u64) = if path.as_os_str() == "-" {
+        (Box::new(std::io::stdin().lock()), 0)
+    } else {
+        let file = std::fs::File::open(&path)
+            .map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        (Box::new(file), size)
+    };
     let started = Instant::now();
     let mut reader =
-        Reader::new(file).map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?;
+        Reader::new(input).map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?;
     let progress = if !args.no_progress && size > 64 << 20 {
         let bar = indicatif::ProgressBar::new(size);
         bar.set_style(
@@ -94,18 +109,25 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let json = args.json;
     let json_lines = args.json_lines;
     let quiet = args.quiet;
+    let follow = args.follow;
     let mut io_error = None;
     let mut capture_error = None;
     {
-        let mut done = |c: ConnSummary| {
-            let written = if json {
-                summaries.push(c);
-                Ok(())
-            } else if json_lines {
-                write_connection_lines(&mut out, c)
-            } else {
-                out.write_all(summary_text(&c, quiet).as_bytes())
+        let mut done = |event: Event| {
+            let written = match event {
+                Event::Found(v) if follow && json_lines => {
+                    write_line(&mut out, "found", object(&v))
+                }
+                Event::Found(v) if follow => writeln!(out, "{}", found_line(&v)),
+                Event::Found(_) => Ok(()),
+                Event::Closed(c) if json => {
+                    summaries.push(*c);
+                    Ok(())
+                }
+                Event::Closed(c) if json_lines => write_connection_lines(&mut out, *c),
+                Event::Closed(c) => out.write_all(summary_text(&c, quiet).as_bytes()),
             };
+            let written = written.and_then(|()| if follow { out.flush() } else { Ok(()) });
             if let Err(e) = written {
                 io_error.get_or_insert(e);
             }
@@ -216,7 +238,7 @@ fn run_json(
 /// A closed connection as --json-lines writes it: a `finding` line per rule broken per
 /// direction (the entries of the connection's `rules` in --json), then the `connection` line,
 /// the summary without those entries.
-fn write_connection_lines(out: &mut impl Write, c: ConnSummary) -> std::io::Result<()> {
+pub(crate) fn write_connection_lines(out: &mut impl Write, c: ConnSummary) -> std::io::Result<()> {
     for v in &c.rules {
         write_line(out, "finding", object(v))?;
     }
@@ -225,7 +247,7 @@ fn write_connection_lines(out: &mut impl Write, c: ConnSummary) -> std::io::Resu
     write_line(out, "connection", summary)
 }
 
-fn object(value: &impl serde::Serialize) -> serde_json::Map<String, Value> {
+pub(crate) fn object(value: &impl serde::Serialize) -> serde_json::Map<String, Value> {
     match serde_json::to_value(value).expect("serialisable") {
         Value::Object(map) => map,
         other => unreachable!("a struct serialises to an object, not {other}"),
@@ -233,7 +255,7 @@ fn object(value: &impl serde::Serialize) -> serde_json::Map<String, Value> {
 }
 
 /// One line of --json-lines: `fields` with the line's `format` version and `type`.
-fn write_line(
+pub(crate) fn write_line(
     out: &mut impl Write,
     kind: &str,
     mut fields: serde_json::Map<String, Value>,

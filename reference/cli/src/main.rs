@@ -14,6 +14,7 @@ mod encode;
 mod input;
 mod pcap;
 mod probe;
+mod proxy;
 mod vectors;
 
 use clap::{Parser, Subcommand};
@@ -46,6 +47,7 @@ enum Command {
     Vectors(vectors::Args),
     Check(check::Args),
     Probe(probe::Args),
+    Proxy(proxy::Args),
 }
 
 /// Why a command failed, mapped to the documented exit codes.
@@ -90,6 +92,7 @@ fn main() -> ExitCode {
         Command::Conformance(args) => conformance::run(*args),
         Command::Check(args) => check::run(args),
         Command::Probe(args) => probe::run(args),
+        Command::Proxy(args) => proxy::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

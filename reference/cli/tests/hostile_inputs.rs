@@ -343,3 +343,120 @@ fn decode_streams_a_long_valid_input_in_bounded_memory() {
     assert_eq!(out.lines().filter(|l| l.starts_with("frame ")).count(), 512);
     assert!(peak < 32 * MIB, "peak {peak}");
 }
+
+#[test]
+fn check_follow_on_standard_input_streams_in_bounded_memory_with_the_findings_of_a_file() {
+    // A live capture never ends: --follow on `-` must forget each connection as it closes.
+    let path = generate_with_findings("follow.pcap", 96);
+    let file = path.clone();
+    let follow = |c: &mut Command| {
+        c.args(["check", "-", "--follow", "--json-lines"]);
+    };
+    let (status, peak, out, err) = run(follow, move |input| {
+        let mut f = std::fs::File::open(file)?;
+        std::io::copy(&mut f, input)?;
+        Ok(())
+    });
+    let whole = cqlframe()
+        .args(["check", "--json-lines", "--no-progress"])
+        .arg(&path)
+        .output()
+        .expect("cqlframe check");
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(status.code(), Some(1), "MUST violations: {err}");
+    assert!(peak < 32 * MIB, "96 MiB capture on stdin, peak {peak}");
+    // Without its `found` lines, and but for the capture's name and the time taken, the
+    // followed run writes what the run on the file writes.
+    let comparable = |text: &str| -> Vec<serde_json::Value> {
+        text.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON"))
+            .filter(|l| l["type"] != "found")
+            .map(|mut l| {
+                if l["type"] == "totals" {
+                    l["capture"] = "".into();
+                    l["totals"]["seconds"] = 0.into();
+                }
+                l
+            })
+            .collect()
+    };
+    let found = out
+        .lines()
+        .filter(|l| l.contains(r#""type":"found""#))
+        .count();
+    let findings = out
+        .lines()
+        .filter(|l| l.contains(r#""type":"finding""#))
+        .count();
+    assert!(findings > 10_000, "{findings} findings");
+    assert_eq!(
+        found, findings,
+        "one found line per rule broken per direction"
+    );
+    let whole = String::from_utf8(whole.stdout).expect("UTF-8");
+    assert!(
+        comparable(&out) == comparable(&whole),
+        "--follow on - differs"
+    );
+}
+
+#[test]
+fn proxy_memory_stays_flat_whatever_its_clients_send() {
+    // A node that takes whatever it is sent.
+    let node = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream = node.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in node.incoming().flatten() {
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut &s, &mut std::io::sink());
+            });
+        }
+    });
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = free.local_addr().unwrap();
+    drop(free);
+    let proxy = |c: &mut Command| {
+        c.args(["proxy", "--quiet", "--duration", "12", "--listen"])
+            .arg(listen.to_string())
+            .args(["--upstream", &upstream.to_string(), "--report-dir"])
+            .arg(std::env::temp_dir().join(format!("cqlframe-{}-proxy", std::process::id())));
+    };
+    // 400 connections, 8 at a time, each claiming a 1 GB envelope and sending 2 MB of it.
+    let (status, peak, _, err) = run(proxy, move |_| {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let mut claim = vec![0x05, 0, 0, 0, 0x07, 0x3b, 0x9a, 0xca, 0x00];
+        claim.resize(2 << 20, 0x41);
+        let workers: Vec<_> = (0..8)
+            .map(|_| {
+                let claim = claim.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..50 {
+                        if let Ok(mut s) = std::net::TcpStream::connect(listen) {
+                            let _ = s.write_all(&claim);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            let _ = w.join();
+        }
+        Ok(())
+    });
+    assert_eq!(status.code(), Some(1), "the garbage breaks rules: {err}");
+    // Each one served or, past the 64 open at once, refused: none lost.
+    let count = |what: &str| -> u64 {
+        let at = err.find(what).unwrap_or_else(|| panic!("{what}: {err}"));
+        let head = err[..at].trim_end();
+        head[head
+            .rfind(|c: char| !c.is_ascii_digit())
+            .map_or(0, |i| i + 1)..]
+            .parse()
+            .expect("a count")
+    };
+    assert_eq!(count(" connections,") + count(" refused"), 400, "{err}");
+    assert!(
+        peak < 64 * MIB,
+        "up to 800 MB through the proxy, peak {peak}"
+    );
+}

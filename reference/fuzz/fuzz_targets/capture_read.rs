@@ -5,7 +5,7 @@
 //! past the file header names a byte offset, and no packet exceeds the reader's limit.
 #![no_main]
 
-use cqlframe_harness::check::Checker;
+use cqlframe_harness::check::{Checker, Event};
 use cqlframe_harness::pcap::read::{Reader, MAX_PACKET};
 use libfuzzer_sys::fuzz_target;
 
@@ -23,7 +23,11 @@ fuzz_target!(|data: &[u8]| {
                     "packet of {} bytes",
                     p.data.len()
                 );
-                checker.packet(p.number, p.linktype, p.data, &mut |_| connections += 1);
+                checker.packet(p.number, p.linktype, p.data, &mut |e| {
+                    if let Event::Closed(_) = e {
+                        connections += 1;
+                    }
+                });
             }
             Ok(None) => {
                 assert_eq!(
@@ -39,6 +43,10 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    checker.finish(&mut |_| connections += 1);
+    checker.finish(&mut |e| {
+        if let Event::Closed(_) = e {
+            connections += 1;
+        }
+    });
     assert_eq!(connections, checker.totals.connections);
 });

@@ -8,6 +8,7 @@
 //! - [`conformance`]: the conformance server, the reference adapter and the runner.
 //! - [`probe`]: the reference as a client testing a server.
 //! - [`check`]: every CQL connection of a capture checked.
+//! - [`proxy`]: a driver's live traffic to a node forwarded and judged as it flows.
 //! - [`cql`]: the few CQL requests and results the server and clients speak.
 //! - [`fault_builder`]: frames built part by part and broken on purpose, for the server and the probe.
 //! - [`lz4_by_hand`]: LZ4 blocks written token by token, for the faults no compressor makes.
@@ -23,6 +24,7 @@ pub mod lz4_by_hand;
 pub mod output;
 pub mod pcap;
 pub mod probe;
+pub mod proxy;
 pub mod rules;
 pub mod transcript;
 pub mod vectors;

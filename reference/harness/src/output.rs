@@ -15,6 +15,8 @@ pub const CHECK_LINE: u32 = 1;
 pub const DECODE: u32 = 1;
 /// `report.json` of `cqlframe conformance` and of `cqlframe probe`: `schemas/report.schema.json`.
 pub const REPORT: u32 = 1;
+/// `report.json` of `cqlframe proxy`: `schemas/proxy-report.schema.json`.
+pub const PROXY_REPORT: u32 = 1;
 /// What `cqlframe conformance server` prints when it stops: `schemas/observations.schema.json`.
 pub const OBSERVATIONS: u32 = 1;
 /// `cqlframe conformance list --json`: `schemas/catalogue.schema.json`.
@@ -41,6 +43,7 @@ mod tests {
             ("check-line.schema.json", CHECK_LINE),
             ("decode.schema.json", DECODE),
             ("report.schema.json", REPORT),
+            ("proxy-report.schema.json", PROXY_REPORT),
             ("observations.schema.json", OBSERVATIONS),
             ("catalogue.schema.json", CATALOGUE),
         ] {

@@ -140,6 +140,9 @@ pub struct Analyzer {
     max_body: u32,
     /// Data seen per direction (mode decision).
     seen_data: [bool; 2],
+    /// Rules first broken since the last [`Analyzer::take_found`], for callers that report each
+    /// as it is found.
+    found: Vec<Violation>,
 }
 
 fn settings_name(version: Option<u8>, s: FrameSettings) -> String {
@@ -182,6 +185,7 @@ impl Analyzer {
             decided: false,
             max_body,
             seen_data: [false; 2],
+            found: Vec::new(),
         };
         if from_start {
             a.start_paired();
@@ -235,8 +239,16 @@ impl Analyzer {
             if f.fatal {
                 self.summary.dir(d).stopped_at = Some(f.offset);
             }
+            let first = self.packet_at(d, f.offset);
             if self.tally.add(&f) {
-                self.firsts.push((self.packet_at(d, f.offset), packet));
+                self.firsts.push((first, packet));
+                self.found.push(Violation {
+                    connection: self.summary.id,
+                    sender: f.direction.sender(),
+                    rule: RuleCount { first: f, count: 1 },
+                    packet: first,
+                    detected_in_packet: packet,
+                });
             }
         }
     }
@@ -415,6 +427,12 @@ impl Analyzer {
             })
             .collect();
         self.summary
+    }
+
+    /// The rules first broken (in a direction) since the last call, each as its first finding:
+    /// what the connection's summary will list, with the counts still growing.
+    pub fn take_found(&mut self) -> Vec<Violation> {
+        std::mem::take(&mut self.found)
     }
 
     pub fn set_tcp_stats(&mut self, d: usize, retransmitted: u64) {

@@ -25,6 +25,16 @@ struct Conn {
     cql: Analyzer,
 }
 
+/// What the checker reports as the capture is read.
+pub enum Event {
+    /// A rule broken for the first time in a direction of a connection, as soon as it is found;
+    /// the connection's summary lists it again, counted in full.
+    Found(Violation),
+    /// A connection completed (both directions ended, a new SYN on its addresses, or the end of
+    /// the capture): its summary. The checker forgets it.
+    Closed(Box<ConnSummary>),
+}
+
 /// What the whole run found.
 #[derive(Default, Serialize)]
 pub struct Totals {
@@ -63,14 +73,9 @@ impl Checker {
         }
     }
 
-    /// Takes one packet; calls `done` for each connection it completes.
-    pub fn packet(
-        &mut self,
-        number: u64,
-        linktype: u32,
-        data: &[u8],
-        done: &mut dyn FnMut(ConnSummary),
-    ) {
+    /// Takes one packet; calls `done` for each rule it breaks first and each connection it
+    /// completes.
+    pub fn packet(&mut self, number: u64, linktype: u32, data: &[u8], done: &mut dyn FnMut(Event)) {
         self.totals.packets += 1;
         let seg = match reader::segment(linktype, data) {
             Ok(s) => s,
@@ -146,28 +151,34 @@ impl Checker {
                 );
             }
         }
+        for v in conn.cql.take_found() {
+            done(Event::Found(v));
+        }
         if conn.tcp[C2S].ended && conn.tcp[S2C].ended {
             self.close(&key, done);
         }
     }
 
-    fn close(&mut self, key: &Key, done: &mut dyn FnMut(ConnSummary)) {
+    fn close(&mut self, key: &Key, done: &mut dyn FnMut(Event)) {
         if let Some(mut conn) = self.open.remove(key) {
             for d in [C2S, S2C] {
                 let Conn { tcp, cql } = &mut conn;
                 tcp[d].flush(&mut |delivery| cql.deliver(d, delivery, 0));
                 cql.set_tcp_stats(d, tcp[d].retransmitted_bytes);
             }
+            for v in conn.cql.take_found() {
+                done(Event::Found(v));
+            }
             let summary = conn.cql.close();
             self.totals.connections += 1;
             self.totals.violations += summary.violations;
             self.totals.findings += summary.findings;
-            done(summary);
+            done(Event::Closed(Box::new(summary)));
         }
     }
 
     /// The end of the capture: every connection still open is summarised, in order.
-    pub fn finish(&mut self, done: &mut dyn FnMut(ConnSummary)) {
+    pub fn finish(&mut self, done: &mut dyn FnMut(Event)) {
         let mut keys: Vec<(usize, Key)> = self
             .open
             .iter()
@@ -182,16 +193,31 @@ impl Checker {
 
 /// One line per rule broken per direction: how often, and where first.
 pub fn violation_line(v: &Violation) -> String {
+    let how_often = match v.rule.count {
+        1 => "once".to_string(),
+        n => format!("{n} times, first"),
+    };
+    rule_line(v, &how_often)
+}
+
+/// A rule as it is first broken in a direction (`cqlframe check --follow`), before the
+/// connection's summary counts it.
+pub fn found_line(v: &Violation) -> String {
+    format!(
+        "connection {}: {}",
+        v.connection,
+        rule_line(v, "found").trim_start()
+    )
+}
+
+fn rule_line(v: &Violation, how_often: &str) -> String {
     let f = &v.rule.first;
     format!(
         "  {} ({}) {}: {} at byte {} (packet {}{}): {}{}{}",
         f.rule,
         f.level,
         f.direction.name(),
-        match v.rule.count {
-            1 => "once".to_string(),
-            n => format!("{n} times, first"),
-        },
+        how_often,
         f.offset,
         v.packet.map_or_else(|| "?".to_string(), |p| p.to_string()),
         if v.packet != Some(v.detected_in_packet) && v.detected_in_packet > 0 {

@@ -2,8 +2,8 @@
 //! violation and invalid ones their rule, whatever the segmentation, segment order,
 //! retransmissions, file format, or where the capture starts.
 
-use super::analyzer::ConnSummary;
-use super::Checker;
+use super::analyzer::{ConnSummary, Violation};
+use super::{Checker, Event};
 use crate::pcap::read::Reader;
 use crate::pcap::write::{self as capture, HandshakeWrites, Options};
 use crate::verdict::Level;
@@ -26,15 +26,42 @@ fn sessions() -> Vec<Value> {
         .collect()
 }
 
+/// The connections of a capture, each closed after every rule it breaks was reported as found:
+/// the same rules, in the same order, with the same first finding and packets as its summary
+/// lists (what `cqlframe check --follow` prints as it reads equals what the summaries say).
 fn check_bytes(capture: &[u8]) -> Vec<ConnSummary> {
     let mut reader = Reader::new(capture).expect("capture");
     let mut checker = Checker::new(vec![9042], 256 << 20);
     let mut out = Vec::new();
+    let mut found: Vec<Violation> = Vec::new();
+    let mut take = |e: Event| match e {
+        Event::Found(v) => found.push(v),
+        Event::Closed(c) => {
+            let (mine, rest) = found.drain(..).partition(|v| v.connection == c.id);
+            found = rest;
+            assert_found_as_listed(&mine, &c);
+            out.push(*c);
+        }
+    };
     while let Some(p) = reader.next_packet().expect("packet") {
-        checker.packet(p.number, p.linktype, p.data, &mut |c| out.push(c));
+        checker.packet(p.number, p.linktype, p.data, &mut take);
     }
-    checker.finish(&mut |c| out.push(c));
+    checker.finish(&mut take);
+    assert!(found.is_empty(), "found on no closed connection: {found:?}");
     out
+}
+
+fn assert_found_as_listed(found: &[Violation], c: &ConnSummary) {
+    // Everything but the count, which grows after the first finding.
+    let key = |v: &Violation| {
+        let mut value = serde_json::to_value(v).expect("serialisable");
+        value.as_object_mut().expect("object").remove("count");
+        value
+    };
+    let listed: Vec<Value> = c.rules.iter().map(key).collect();
+    let as_found: Vec<Value> = found.iter().map(key).collect();
+    assert_eq!(as_found, listed, "connection {}", c.id);
+    assert!(found.iter().all(|v| v.rule.count == 1));
 }
 
 /// (direction, rule) of every violation, sorted.

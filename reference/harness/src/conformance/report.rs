@@ -172,7 +172,8 @@ pub fn write_all(run: &Run, dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-fn esc(s: &str) -> String {
+/// `s` as HTML or XML text.
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {
@@ -361,20 +362,48 @@ fn rule_links<S: AsRef<str>>(rules: &[S]) -> String {
         .join(", ")
 }
 
-/// The report page; `spec_beside` says whether the rendered spec was copied beside it.
-fn html(run: &Run, spec_beside: bool) -> String {
-    let mut s = String::new();
-    s.push_str(r#"<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>CQL framing conformance report</title>
-<style>
+/// The reports' style sheet: outcomes by colour, wire-log lines by direction.
+pub(crate) const STYLE: &str = r#"<style>
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
 .pass{background:#d8f5d0}.fail{background:#f8c8c8}.nonstrict{background:#fbe3b5}.unsup{background:#e4e4e4}.info{background:#d5e6fa}.unexercised{background:#fff3a8}.broken{background:#c9a0dc}
 code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f6;padding:6px;overflow-x:auto;max-height:500px}
 .pcap{font-size:10px;color:#555}.c2s{color:#064}.s2c{color:#039}.note{color:#a40}details{margin:4px 0}h2{border-bottom:1px solid #ccc}
-</style></head><body>
+</style>"#;
+
+/// A connection's wire log as the reports show it, one line per frame, envelope or event.
+pub(crate) fn wire_log_html(lines: &[crate::wire_log::Line], dropped: usize) -> String {
+    let mut s = String::new();
+    for l in lines {
+        let _ = writeln!(
+            s,
+            "<span class={}>{:9.1} ms {:4} {}</span>",
+            l.dir.name(),
+            l.t_ms,
+            l.dir.name(),
+            esc(&l.text)
+        );
+    }
+    if dropped > 0 {
+        let _ = writeln!(s, "... {dropped} more lines not kept");
+    }
+    s
+}
+
+/// The report page; `spec_beside` says whether the rendered spec was copied beside it.
+fn html(run: &Run, spec_beside: bool) -> String {
+    let mut s = String::new();
+    s.push_str(
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>CQL framing conformance report</title>
+"#,
+    );
+    s.push_str(STYLE);
+    s.push_str(
+        r#"</head><body>
 <h1>CQL native protocol framing: conformance report</h1>
-"#);
+"#,
+    );
     let _ = writeln!(
         s,
         "<p>{} cases, {} drivers, {:.0} s. Outcomes: <span class=pass>PASS</span> <span class=info>INFORMATIONAL</span> <span class=unsup>UNSUPPORTED</span> <span class=nonstrict>NON-STRICT</span> (a SHOULD not met) <span class=fail>FAIL</span> (a MUST broken); no verdict: <span class=unexercised>NOT-EXERCISED</span> (the case could not be delivered as written) <span class=broken>ADAPTER-BROKEN</span> (the adapter broke its contract). Each rule ID links to its text in the spec as the kit's <code>spec/build.sh</code> renders it, <code>{SPEC_PAGE}</code> beside this page: {}.</p>",
@@ -554,19 +583,7 @@ code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{background:#f6f6f
                         .map(|e| format!("; framing error in driver bytes: {}", esc(e)))
                         .unwrap_or_default()
                 );
-                for l in &conn.log {
-                    let _ = writeln!(
-                        s,
-                        "<span class={}>{:9.1} ms {:4} {}</span>",
-                        l.dir.name(),
-                        l.t_ms,
-                        l.dir.name(),
-                        esc(&l.text)
-                    );
-                }
-                if conn.log_dropped > 0 {
-                    let _ = writeln!(s, "... {} more lines not kept", conn.log_dropped);
-                }
+                s.push_str(&wire_log_html(&conn.log, conn.log_dropped));
                 s.push_str("</pre></details>\n");
             }
             s.push_str("</details>\n");

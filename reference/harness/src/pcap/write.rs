@@ -32,7 +32,7 @@ pub const ADDRESS: [u8; 4] = [127, 0, 0, 1];
 
 /// pcap snapshot length: larger than any packet written.
 const SNAPLEN: u32 = 262_144;
-const LINKTYPE_ETHERNET: u32 = 1;
+pub const LINKTYPE_ETHERNET: u32 = 1;
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const IPPROTO_TCP: u8 = 6;
 const TTL: u8 = 64;
@@ -51,14 +51,14 @@ pub enum Peer {
 }
 
 impl Peer {
-    fn index(self) -> usize {
+    pub fn index(self) -> usize {
         match self {
             Peer::Client => 0,
             Peer::Server => 1,
         }
     }
 
-    fn other(self) -> Peer {
+    pub fn other(self) -> Peer {
         match self {
             Peer::Client => Peer::Server,
             Peer::Server => Peer::Client,
@@ -262,10 +262,62 @@ pub fn pcap(turns: &[Turn], options: &Options) -> Result<Vec<u8>, WriteError> {
     Ok(w.out)
 }
 
-/// The pcap file under construction and both ends' TCP state.
+/// The pcap file under construction.
 struct Writer {
     out: Vec<u8>,
     packets: u32,
+    tcp: Segments,
+}
+
+impl Writer {
+    fn new(options: &Options) -> Self {
+        Writer {
+            out: file_header(),
+            packets: 0,
+            tcp: Segments::new(options),
+        }
+    }
+
+    /// Writes one TCP segment from `from`, stamped [`EPOCH_SECONDS`] + its number in ms.
+    fn segment(&mut self, from: Peer, flags: u8, tcp_options: &[u8], payload: &[u8]) {
+        let frame = self.tcp.frame(from, flags, tcp_options, payload);
+        let n = self.packets;
+        self.packets += 1;
+        record(
+            &mut self.out,
+            EPOCH_SECONDS + n / 1000,
+            (n % 1000) * 1000,
+            &frame,
+        );
+    }
+}
+
+/// The global header of a classic pcap file of Ethernet frames, microsecond time stamps.
+pub fn file_header() -> Vec<u8> {
+    let mut out = Vec::with_capacity(24);
+    out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes()); // microsecond time stamps
+    out.extend_from_slice(&2u16.to_le_bytes());
+    out.extend_from_slice(&4u16.to_le_bytes());
+    out.extend_from_slice(&0i32.to_le_bytes()); // thiszone
+    out.extend_from_slice(&0u32.to_le_bytes()); // sigfigs
+    out.extend_from_slice(&SNAPLEN.to_le_bytes());
+    out.extend_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
+    out
+}
+
+/// Appends the record of one captured `frame` (whole, as it was on the wire) to `out`.
+pub fn record(out: &mut Vec<u8>, seconds: u32, micros: u32, frame: &[u8]) {
+    let len = frame.len() as u32;
+    out.extend_from_slice(&seconds.to_le_bytes());
+    out.extend_from_slice(&micros.to_le_bytes());
+    out.extend_from_slice(&len.to_le_bytes()); // captured
+    out.extend_from_slice(&len.to_le_bytes()); // on the wire
+    out.extend_from_slice(frame);
+}
+
+/// Both ends' TCP state of one connection, each segment made as an Ethernet frame: for a
+/// capture written at once ([`pcap`]) or as a connection runs (the proxy's).
+pub struct Segments {
     ports: [u16; 2],
     /// Next sequence number each end sends.
     next_seq: [u32; 2],
@@ -274,19 +326,9 @@ struct Writer {
     ip_id: [u16; 2],
 }
 
-impl Writer {
-    fn new(options: &Options) -> Self {
-        let mut out = Vec::new();
-        out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes()); // microsecond time stamps
-        out.extend_from_slice(&2u16.to_le_bytes());
-        out.extend_from_slice(&4u16.to_le_bytes());
-        out.extend_from_slice(&0i32.to_le_bytes()); // thiszone
-        out.extend_from_slice(&0u32.to_le_bytes()); // sigfigs
-        out.extend_from_slice(&SNAPLEN.to_le_bytes());
-        out.extend_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
-        Writer {
-            out,
-            packets: 0,
+impl Segments {
+    pub fn new(options: &Options) -> Self {
+        Segments {
             ports: [options.client_port, options.server_port],
             next_seq: [options.client_isn, options.server_isn],
             synced: [false, false],
@@ -294,8 +336,9 @@ impl Writer {
         }
     }
 
-    /// Writes one TCP segment from `from` and advances its sequence number.
-    fn segment(&mut self, from: Peer, flags: u8, tcp_options: &[u8], payload: &[u8]) {
+    /// The frame of one TCP segment from `from` (at most [`MAX_MSS`] bytes of `payload`); the
+    /// sender's sequence number advances past it.
+    pub fn frame(&mut self, from: Peer, flags: u8, tcp_options: &[u8], payload: &[u8]) -> Vec<u8> {
         let (me, peer) = (from.index(), from.other().index());
         let seq = self.next_seq[me];
         let ack = if flags & ACK != 0 {
@@ -346,17 +389,7 @@ impl Writer {
         frame.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
         frame.extend_from_slice(&ip);
         frame.extend_from_slice(&tcp);
-
-        let n = self.packets;
-        self.packets += 1;
-        let len = frame.len() as u32;
-        self.out
-            .extend_from_slice(&(EPOCH_SECONDS + n / 1000).to_le_bytes());
-        self.out
-            .extend_from_slice(&((n % 1000) * 1000).to_le_bytes());
-        self.out.extend_from_slice(&len.to_le_bytes()); // captured
-        self.out.extend_from_slice(&len.to_le_bytes()); // on the wire
-        self.out.extend_from_slice(&frame);
+        frame
     }
 }
 

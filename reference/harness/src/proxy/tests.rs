@@ -1,0 +1,495 @@
+//! The proxy on real sockets: the vectors' sessions forwarded byte for byte and judged as
+//! `cqlframe check` judges the proxy's capture of them; the limits; chopped delivery.
+
+use super::*;
+use crate::check::{Checker, Event};
+use crate::pcap::read::Reader;
+use serde_json::Value;
+use std::io::Read;
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::sync::mpsc;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every session of the manifest: (id, client stream, server stream).
+fn sessions() -> Vec<(String, Vec<u8>, Vec<u8>)> {
+    let text = std::fs::read_to_string(root().join("vectors/manifest.json")).expect("manifest");
+    let manifest: Value = serde_json::from_str(&text).expect("json");
+    let read = |case: &Value, side: &str| {
+        let file = case[side]["file"].as_str().expect("file");
+        std::fs::read(root().join("vectors").join(file)).expect("stream")
+    };
+    manifest["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .filter(|c| c["kind"] == "session")
+        .map(|c| {
+            let id = c["id"].as_str().expect("id").to_string();
+            (id, read(c, "client_stream"), read(c, "server_stream"))
+        })
+        .collect()
+}
+
+/// A capture the test can read back while the proxy holds the writer.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A node that, on each connection, reads the client's bytes to their end, then writes
+/// `answer` and closes: what it read goes to `got`.
+fn node(answer: Vec<u8>, got: mpsc::Sender<Vec<u8>>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { return };
+            let (answer, got) = (answer.clone(), got.clone());
+            std::thread::spawn(move || {
+                let mut read = Vec::new();
+                let _ = s.read_to_end(&mut read);
+                let _ = s.write_all(&answer);
+                let _ = got.send(read);
+            });
+        }
+    });
+    addr
+}
+
+fn start(
+    upstream: SocketAddr,
+    limits: Limits,
+    chop: usize,
+) -> (Proxy, Shared, mpsc::Receiver<String>) {
+    start_with(upstream, limits, chop, None)
+}
+
+fn start_with(
+    upstream: SocketAddr,
+    limits: Limits,
+    chop: usize,
+    fault: Option<FaultSpec>,
+) -> (Proxy, Shared, mpsc::Receiver<String>) {
+    let capture = Shared::default();
+    let (tx, rx) = mpsc::channel();
+    let sink: Sink = Box::new(move |live: Live<'_>| {
+        let line = match live {
+            Live::Judged(Event::Found(v)) => serde_json::to_string(v).unwrap(),
+            Live::Judged(Event::Closed(c)) => serde_json::to_string(&**c).unwrap(),
+            Live::Reaction(r) => serde_json::to_string(r).unwrap(),
+        };
+        let _ = tx.send(line);
+    });
+    let config = Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream: upstream.to_string(),
+        limits,
+        chop,
+        fault: fault.map(|f| (f, false)),
+        capture: Some(Box::new(capture.clone())),
+    };
+    (Proxy::start(config, sink).expect("proxy"), capture, rx)
+}
+
+/// `cqlframe check` on a capture: each event as the sink would get it.
+fn check(capture: &[u8]) -> Vec<String> {
+    let mut reader = Reader::new(capture).expect("capture");
+    let mut checker = Checker::new(
+        vec![recorder::CAPTURE_SERVER_PORT],
+        Limits::DEFAULT.max_body,
+    );
+    let mut out = Vec::new();
+    let mut take = |e: Event| {
+        out.push(match e {
+            Event::Found(v) => serde_json::to_string(&v).unwrap(),
+            Event::Closed(c) => serde_json::to_string(&*c).unwrap(),
+        })
+    };
+    while let Some(p) = reader.next_packet().expect("packet") {
+        checker.packet(p.number, p.linktype, p.data, &mut take);
+    }
+    checker.finish(&mut take);
+    out
+}
+
+/// The manifest's `server_responds_after` of session `id`: the client's bytes the server reads
+/// before it answers.
+fn responds_after(id: &str) -> usize {
+    let text = std::fs::read_to_string(root().join("vectors/manifest.json")).expect("manifest");
+    let manifest: Value = serde_json::from_str(&text).expect("json");
+    let case = manifest["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .find(|c| c["id"] == id)
+        .expect(id);
+    case["server_responds_after"]
+        .as_u64()
+        .expect("responds_after") as usize
+}
+
+/// A node that reads `first` bytes, writes `answer`, then reads the rest to its end (sent to
+/// `got` whole): a handshake in lock step, as a driver waits for READY.
+fn lock_step_node(first: usize, answer: Vec<u8>, got: mpsc::Sender<Vec<u8>>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut read = vec![0u8; first];
+        s.read_exact(&mut read).unwrap();
+        s.write_all(&answer).unwrap();
+        s.read_to_end(&mut read).unwrap();
+        let _ = got.send(read);
+    });
+    addr
+}
+
+/// A client that writes `first`, reads `answer` bytes, writes `rest` and closes its side.
+fn lock_step_client(proxy: SocketAddr, first: &[u8], answer: usize, rest: &[u8]) {
+    let mut s = TcpStream::connect(proxy).unwrap();
+    s.write_all(first).unwrap();
+    let mut got = vec![0u8; answer];
+    s.read_exact(&mut got).unwrap();
+    s.write_all(rest).unwrap();
+    s.shutdown(Shutdown::Write).unwrap();
+    let _ = s.read_to_end(&mut got);
+}
+
+/// A client that writes `bytes`, closes its side, and reads the node's answer to its end.
+fn client(proxy: SocketAddr, bytes: &[u8]) -> Vec<u8> {
+    let mut s = TcpStream::connect(proxy).unwrap();
+    s.write_all(bytes).unwrap();
+    s.shutdown(Shutdown::Write).unwrap();
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).unwrap();
+    got
+}
+
+// JUDGE-1: the proxy's live verdict is the verdict of `cqlframe check` on its capture, on every
+// session of the vectors, valid and broken, forwarded byte for byte both ways.
+#[test]
+fn sessions_are_forwarded_as_they_are_and_judged_as_check_judges_the_capture() {
+    let mut broken = 0;
+    for (id, client_bytes, server_bytes) in sessions() {
+        let (tx, got) = mpsc::channel();
+        let upstream = node(server_bytes.clone(), tx);
+        let (proxy, capture, live) = start(upstream, Limits::DEFAULT, 0);
+        let answer = client(proxy.local, &client_bytes);
+        assert_eq!(
+            answer, server_bytes,
+            "{id}: the client gets the node's bytes"
+        );
+        assert_eq!(
+            got.recv().unwrap(),
+            client_bytes,
+            "{id}: the node gets the client's"
+        );
+        // Both ends closed: the connection's summary comes before the proxy stops.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while proxy.open_connections() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let outcome = proxy.stop();
+        let live: Vec<String> = live.try_iter().collect();
+        let file = capture.0.lock().unwrap().clone();
+        assert_eq!(live, check(&file), "{id}");
+        assert_eq!(outcome.connections.len(), 1, "{id}");
+        let summary = &outcome.connections[0].summary;
+        assert_eq!(summary.client_to_server.closed, Some("fin"), "{id}");
+        assert_eq!(
+            summary.server_to_client.bytes,
+            server_bytes.len() as u64,
+            "{id}"
+        );
+        broken += usize::from(!summary.rules.is_empty());
+    }
+    assert!(broken > 10, "the sessions break rules: {broken}");
+}
+
+#[test]
+fn a_connection_past_the_limit_is_closed_on_accept_and_the_first_goes_on() {
+    let (tx, _got) = mpsc::channel();
+    let upstream = node(b"answer".to_vec(), tx);
+    let limits = Limits {
+        connections: 1,
+        ..Limits::DEFAULT
+    };
+    let (proxy, _, _) = start(upstream, limits, 0);
+    let mut first = TcpStream::connect(proxy.local).unwrap();
+    first.write_all(b"x").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while proxy.open_connections() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut second = TcpStream::connect(proxy.local).unwrap();
+    let mut buf = Vec::new();
+    second
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let _ = second.read_to_end(&mut buf);
+    assert!(buf.is_empty());
+    first.shutdown(Shutdown::Write).unwrap();
+    first.read_to_end(&mut buf).unwrap();
+    assert_eq!(buf, b"answer");
+    let outcome = proxy.stop();
+    assert_eq!(outcome.refused_connections, 1);
+    assert_eq!(outcome.connections.len(), 1);
+}
+
+#[test]
+fn an_idle_connection_is_closed_and_a_reset_takes_down_only_its_own() {
+    let (tx, _got) = mpsc::channel();
+    let upstream = node(b"answer".to_vec(), tx);
+    let limits = Limits {
+        idle: Duration::from_millis(500),
+        ..Limits::DEFAULT
+    };
+    let (proxy, _, _) = start(upstream, limits, 0);
+    // Idle: nothing sent either way; the proxy closes it.
+    let mut idle = TcpStream::connect(proxy.local).unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let started = Instant::now();
+    let mut buf = Vec::new();
+    let _ = idle.read_to_end(&mut buf);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // A client that resets mid-envelope.
+    let reset = TcpStream::connect(proxy.local).unwrap();
+    (&reset).write_all(&[0x05, 0x00, 0x00]).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: setsockopt on an open socket with a valid linger value.
+    unsafe {
+        use std::os::fd::AsRawFd;
+        libc::setsockopt(
+            reset.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
+    }
+    drop(reset);
+    // The proxy still serves.
+    assert_eq!(client(proxy.local, b"request"), b"answer");
+    let outcome = proxy.stop();
+    assert_eq!(outcome.connections.len(), 3);
+    let reset = outcome
+        .connections
+        .iter()
+        .find(|c| c.summary.client_to_server.closed == Some("reset"))
+        .expect("the reset connection");
+    // Cut bytes are no frame left unfinished (RECV-9): nothing is judged at a reset.
+    assert!(reset.summary.rules.is_empty(), "{:?}", reset.summary);
+    let idle_log = &outcome
+        .connections
+        .iter()
+        .find(|c| c.summary.id == 1)
+        .unwrap()
+        .log;
+    assert!(
+        idle_log
+            .lines
+            .iter()
+            .any(|l| l.text.contains("nothing sent for")),
+        "{:?}",
+        idle_log.lines
+    );
+}
+
+#[test]
+fn chopped_delivery_gives_the_client_reads_of_at_most_n_bytes() {
+    // A node that answers the first byte it reads (the client keeps its side open: a driver
+    // does, and the delivery of the pieces is confirmed only to an open socket).
+    let answer: Vec<u8> = (0..200u8).collect();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream = listener.local_addr().unwrap();
+    let written = answer.clone();
+    std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let _ = s.read(&mut [0u8; 1]);
+        let _ = s.write_all(&written);
+    });
+    let (proxy, _, _) = start(upstream, Limits::DEFAULT, 3);
+    let mut s = TcpStream::connect(proxy.local).unwrap();
+    s.write_all(b"?").unwrap();
+    let mut got = Vec::new();
+    let mut reads = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = s.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        reads.push(n);
+        got.extend_from_slice(&buf[..n]);
+        // A slow reader: pieces written meanwhile would merge if the proxy did not wait.
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(got, answer);
+    assert!(reads.iter().all(|&n| n <= 3), "{reads:?}");
+    proxy.stop();
+}
+
+/// A node that answers each byte it reads with `answer`, until the client closes.
+fn echo_node(answer: &'static [u8]) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { return };
+            std::thread::spawn(move || {
+                let mut b = [0u8; 1];
+                while matches!(s.read(&mut b), Ok(1)) {
+                    if s.write_all(answer).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// A client that asks once, reads the answer, waits `pause`, and closes.
+fn ask_and_close(proxy: SocketAddr, answer: usize, pause: Duration) {
+    let mut s = TcpStream::connect(proxy).unwrap();
+    s.write_all(b"?").unwrap();
+    let mut got = vec![0u8; answer];
+    s.read_exact(&mut got).unwrap();
+    std::thread::sleep(pause);
+}
+
+// RECV-4: under chopped delivery, a client that read its answer and then waited before giving
+// the connection up is reported; one that closes at once, or waits while another connection is
+// busy (a pool's idle connection), is not.
+#[test]
+fn a_client_that_stalls_after_a_chopped_answer_is_reported() {
+    let upstream = echo_node(b"answer");
+    let (proxy, _, live) = start(upstream, Limits::DEFAULT, 2);
+    ask_and_close(proxy.local, 6, Duration::ZERO);
+    ask_and_close(proxy.local, 6, reaction::STALL + Duration::from_millis(300));
+    // Waits as long, but another connection carries bytes meanwhile (for twice as long).
+    let busy = std::thread::spawn(move || {
+        let mut s = TcpStream::connect(proxy.local).unwrap();
+        let mut got = [0u8; 6];
+        for _ in 0..20 {
+            s.write_all(b"?").unwrap();
+            s.read_exact(&mut got).unwrap();
+            std::thread::sleep(Duration::from_millis(150));
+        }
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    ask_and_close(proxy.local, 6, reaction::STALL + Duration::from_millis(300));
+    busy.join().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let outcome = proxy.stop();
+    let stalled: Vec<usize> = outcome.reactions.iter().map(|r| r.connection).collect();
+    assert_eq!(stalled, [2], "{:?}", outcome.reactions);
+    assert_eq!(outcome.reactions[0].rule, "RECV-4");
+    assert!(outcome.broke_must());
+    let lines: Vec<String> = live.try_iter().collect();
+    assert!(
+        lines.iter().any(|l| l.contains("did not take the answer")),
+        "{lines:?}"
+    );
+}
+
+// RECV-1, RECV-9: a catalogue fault on the node's frames of a real session (the vectors' v5
+// sessions, uncompressed and LZ4): the first framed envelope decoded and framed again, broken as
+// the conformance server breaks its own, and the judge finds it under the fault's rule, live as
+// on the capture.
+#[test]
+fn a_catalogue_fault_breaks_the_nodes_frames_as_the_server_breaks_its_own() {
+    let all = sessions();
+    for id in ["session.v5", "session.v5-lz4"] {
+        let (_, client_bytes, server_bytes) = all.iter().find(|s| s.0 == id).expect(id);
+        for (kind, rule) in [("header-bitflip", "RECV-1"), ("truncate-frame", "RECV-9")] {
+            let (tx, _got) = mpsc::channel();
+            let upstream = node(server_bytes.clone(), tx);
+            let spec = FaultSpec::parse(kind).unwrap();
+            let (proxy, capture, live) = start_with(upstream, Limits::DEFAULT, 0, Some(spec));
+            let answer = client(proxy.local, client_bytes);
+            assert!(
+                &answer != server_bytes,
+                "{id} {kind}: the client gets other bytes"
+            );
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while proxy.open_connections() > 0 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let outcome = proxy.stop();
+            assert_eq!(outcome.faults_applied, 1, "{id} {kind}");
+            let live: Vec<String> = live.try_iter().collect();
+            assert_eq!(live, check(&capture.0.lock().unwrap()), "{id} {kind}");
+            let rules: Vec<&str> = outcome.connections[0]
+                .summary
+                .rules
+                .iter()
+                .filter(|v| v.sender == "server")
+                .map(|v| v.rule.first.rule)
+                .collect();
+            assert_eq!(rules, [rule], "{id} {kind}");
+        }
+    }
+}
+
+#[test]
+fn fault_specs_name_the_catalogue() {
+    let spec = FaultSpec::parse("overshoot,connection=3,after=2,to=server").unwrap();
+    assert_eq!(spec.connection, Some(3));
+    assert_eq!(spec.after, 2);
+    assert_eq!(spec.from, crate::pcap::write::Peer::Client);
+    assert!(FaultSpec::parse("no-such-fault").is_err());
+    assert!(FaultSpec::parse("overshoot,after=x").is_err());
+}
+
+// RECV-2: a fault in the client's frames (`to=server`), in a session whose client waits for
+// READY before it frames: the node gets the broken frame, and the judge finds it in the client's
+// direction, live as on the capture.
+#[test]
+fn a_fault_to_the_server_breaks_the_clients_frames() {
+    let all = sessions();
+    for id in ["session.v5", "session.v5-lz4"] {
+        let (_, client_bytes, server_bytes) = all.iter().find(|s| s.0 == id).expect(id);
+        let first = responds_after(id);
+        let (tx, got) = mpsc::channel();
+        let upstream = lock_step_node(first, server_bytes.clone(), tx);
+        let spec = FaultSpec::parse("payload-bitflip,to=server").unwrap();
+        let (proxy, capture, live) = start_with(upstream, Limits::DEFAULT, 0, Some(spec));
+        let (head, rest) = client_bytes.split_at(first);
+        lock_step_client(proxy.local, head, server_bytes.len(), rest);
+        let received = got.recv().unwrap();
+        assert!(&received != client_bytes, "{id}: the node gets other bytes");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while proxy.open_connections() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let outcome = proxy.stop();
+        assert_eq!(outcome.faults_applied, 1, "{id}");
+        let live: Vec<String> = live.try_iter().collect();
+        assert_eq!(live, check(&capture.0.lock().unwrap()), "{id}");
+        let rules: Vec<(&str, &str)> = outcome.connections[0]
+            .summary
+            .rules
+            .iter()
+            .map(|v| (v.sender, v.rule.first.rule))
+            .collect();
+        assert_eq!(rules, [("client", "RECV-2")], "{id}");
+    }
+}
