@@ -44,6 +44,7 @@ import os
 import re
 import sys
 import tomllib
+import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -196,8 +197,9 @@ def reproduced(bug, reproductions):
             for r in report["results"]
             if r["driver"] != "reference"
         ]
-        parts.append("[%s](%s): %s" % (
-            version, os.path.relpath(ROOT / path, (ROOT / PAGE).parent), "; ".join(outcomes)))
+        # Quoted: a bug id may hold '#' ("gocql#1960"), which would start a link's fragment.
+        link = urllib.parse.quote(os.path.relpath(ROOT / path, (ROOT / PAGE).parent))
+        parts.append("[%s](%s): %s" % (version, link, "; ".join(outcomes)))
     return "<br>".join(parts) if parts else "not yet"
 
 

@@ -24,6 +24,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,6 +78,7 @@ def anchors(path, cache={}):
 def check_target(document, target, root):
     """None when `target` (relative to `document`) resolves, else why not."""
     path, _, fragment = target.partition("#")
+    path = urllib.parse.unquote(path)
     resolved = (document.parent / path).resolve() if path else document
     try:
         resolved.relative_to(root)

@@ -111,6 +111,10 @@ pub enum Provocation {
     /// An unframed response to no request before READY (script `unpaired_response`): the
     /// client must close (LIFE-13).
     UnpairedResponse,
+    /// STARTUP answered with an unframed envelope header whose body length is negative (script
+    /// `negative_length`): nothing says where the next envelope begins, so the client closes
+    /// (ENV-3).
+    NegativeLength,
 }
 
 impl Provocation {
@@ -118,13 +122,14 @@ impl Provocation {
         match self {
             Provocation::StartupError => "LIFE-10",
             Provocation::UnpairedResponse => "LIFE-13",
+            Provocation::NegativeLength => "ENV-3",
         }
     }
 
     pub fn level(self) -> Level {
         match self {
             Provocation::StartupError => Level::Should,
-            Provocation::UnpairedResponse => Level::Must,
+            Provocation::UnpairedResponse | Provocation::NegativeLength => Level::Must,
         }
     }
 
@@ -133,6 +138,7 @@ impl Provocation {
         match self {
             Provocation::StartupError => "ERROR response to STARTUP",
             Provocation::UnpairedResponse => "response to no request",
+            Provocation::NegativeLength => "envelope with a negative body length",
         }
     }
 
@@ -141,6 +147,9 @@ impl Provocation {
         match self {
             Provocation::StartupError => "whose STARTUP got ERROR",
             Provocation::UnpairedResponse => "on which a response to no request came before READY",
+            Provocation::NegativeLength => {
+                "on which an unframed envelope with a negative body length came before READY"
+            }
         }
     }
 }
@@ -246,6 +255,11 @@ pub struct ServerScript {
     /// ([`super::faults::stray_envelope`]): a client closes the connection (LIFE-13).
     #[serde(default)]
     pub unpaired_response: bool,
+    /// Answer STARTUP with an unframed envelope header whose body length is -2
+    /// ([`super::faults::negative_length_header`]) and nothing more: a client closes the
+    /// connection (ENV-3). Serialised only when set.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub negative_length: bool,
     /// Stream of the ERROR refusing a protocol version: `request` (the refused envelope's) or
     /// `zero` (what Apache Cassandra does, whatever the request's stream).
     #[serde(default = "default_refusal_stream")]
@@ -323,6 +337,8 @@ impl ServerScript {
             Some(Provocation::StartupError)
         } else if self.unpaired_response {
             Some(Provocation::UnpairedResponse)
+        } else if self.negative_length {
+            Some(Provocation::NegativeLength)
         } else {
             None
         }

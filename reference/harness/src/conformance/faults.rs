@@ -33,6 +33,21 @@ pub fn stray_envelope(version_byte: u8) -> Vec<u8> {
     )
 }
 
+/// The header of an unframed READY on `stream` whose body length is -2: a receiver cannot tell
+/// where the next envelope begins (ENV-3), so no body follows it.
+pub fn negative_length_header(version_byte: u8, stream: i16) -> Vec<u8> {
+    let beta = version_byte & !RESPONSE_BIT == 6;
+    let mut header = cqlframe::envelope::envelope_bytes(
+        version_byte,
+        if beta { FLAG_USE_BETA } else { 0 },
+        stream,
+        cqlframe::envelope::Opcode::Ready,
+        &[],
+    );
+    header[5..].copy_from_slice(&(-2i32).to_be_bytes());
+    header
+}
+
 /// Row values repeat with this period (`database::row_value`: byte i is 7i + 31k + 1 mod 256).
 const ROW_VALUE_PERIOD: usize = 256;
 

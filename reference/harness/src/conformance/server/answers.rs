@@ -67,6 +67,10 @@ impl Conn {
                         self.send_unpaired(version);
                         (Opcode::Ready, vec![])
                     }
+                    Ok(_) if script.negative_length => {
+                        self.send_negative_length(version, h.stream);
+                        return None;
+                    }
                     Ok(_) => (Opcode::Ready, vec![]),
                 }
             }
@@ -136,6 +140,23 @@ impl Conn {
         self.write(&faults::stray_envelope(version | RESPONSE_BIT));
         self.shared.with_conn(self.id, |r| {
             r.provocation = Some(Provocation::UnpairedResponse)
+        });
+    }
+
+    /// Answers STARTUP with an unframed envelope header whose body length is negative (script
+    /// `negative_length`), and nothing after it: the client cannot find the next envelope.
+    fn send_negative_length(&mut self, version: u8, stream: i16) {
+        self.shared.log(
+            self.id,
+            Dir::S2c,
+            "FAULT: unframed READY header with body length -2 (ENV-3), no body".to_string(),
+        );
+        self.write(&faults::negative_length_header(
+            version | RESPONSE_BIT,
+            stream,
+        ));
+        self.shared.with_conn(self.id, |r| {
+            r.provocation = Some(Provocation::NegativeLength)
         });
     }
 

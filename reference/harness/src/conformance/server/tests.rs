@@ -116,3 +116,50 @@ fn a_refusal_is_in_the_highest_non_beta_version_unless_the_script_names_one() {
     );
     assert_eq!(i16::from_be_bytes([beta[2], beta[3]]), 0, "on stream 0");
 }
+
+#[test]
+fn a_negative_length_script_answers_startup_with_a_bare_header() {
+    let script: ServerScript = toml::from_str("negative_length = true").expect("script");
+    let server = Server::start_with(script, 0, Limits::DEFAULT).expect("server");
+    let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    // STARTUP in v5 on stream 7: {"CQL_VERSION": "3.0.0"}.
+    let mut body = 1u16.to_be_bytes().to_vec();
+    for word in ["CQL_VERSION", "3.0.0"] {
+        body.extend((word.len() as u16).to_be_bytes());
+        body.extend(word.as_bytes());
+    }
+    let mut startup = vec![0x05, 0, 0, 7, 0x01];
+    startup.extend((body.len() as u32).to_be_bytes());
+    startup.extend(body);
+    s.write_all(&startup).unwrap();
+    let mut header = [0u8; 9];
+    s.read_exact(&mut header).expect("the answer's header");
+    assert_eq!(
+        (header[0], header[4]),
+        (0x85, 0x02),
+        "an unframed READY in v5"
+    );
+    assert_eq!(
+        i16::from_be_bytes([header[2], header[3]]),
+        7,
+        "on STARTUP's stream"
+    );
+    assert_eq!(
+        i32::from_be_bytes([header[5], header[6], header[7], header[8]]),
+        -2,
+        "a negative body length"
+    );
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut more = [0u8; 1];
+    assert!(
+        !matches!(s.read(&mut more), Ok(1)),
+        "nothing follows the header"
+    );
+    let obs = server.stop(Duration::ZERO);
+    assert_eq!(
+        obs.connections[0].provocation,
+        Some(crate::conformance::cases::Provocation::NegativeLength)
+    );
+}
