@@ -53,6 +53,32 @@ fn a_server_without_frame_checksums() {
     assert_eq!(asked.1, Outcome::Pass, "{asked:?}");
 }
 
+/// A server that refuses STARTUP and then receives as the spec says takes a sequence on the
+/// framed connection short of READY; one that accepts STARTUP leaves the case nothing to test.
+#[test]
+fn a_sequence_before_ready_is_taken_by_the_reference_receiver() {
+    for (script, want) in [
+        ("startup_error = true", Outcome::Pass),
+        ("", Outcome::Unsupported),
+    ] {
+        let script: ServerScript = toml::from_str(script).expect("script");
+        let server = Server::start(script, 0).expect("server");
+        let (_, results, _) = probe(
+            &format!("127.0.0.1:{}", server.port),
+            &["probe.sequence-before-ready".to_string()],
+            Duration::from_secs(5),
+            Duration::from_secs(2),
+            |_, _, _| {},
+        );
+        server.stop(Duration::from_millis(10));
+        let r = results
+            .iter()
+            .find(|r| r.case == "probe.sequence-before-ready")
+            .expect("case");
+        assert_eq!(r.outcome, want, "{}", r.summary);
+    }
+}
+
 /// The catalogue (data) and the cases' code name the same cases: each case has its function in
 /// its section's file, and each function is a case of that section.
 #[test]

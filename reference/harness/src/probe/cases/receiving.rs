@@ -3,14 +3,16 @@
 
 use super::injection::{fault, inject, mismatched_options_frame, options_frame};
 use super::steps::{
-    big_query, expect_result, needs_crc32c, ready, ready_v5, supported_ok, Ctx, Evidence, CQL, MUST,
+    big_query, connect, expect_result, needs_crc32c, ready, ready_v5, supported_ok, Ctx, Evidence,
+    CQL, MUST,
 };
 use crate::fault_builder::{after_first, flip, serialise};
 use crate::probe::client::query_body;
 use crate::verdict::Status;
 use crate::wire_log::Dir;
+use cqlframe::body;
 use cqlframe::checksum::PayloadChecksum;
-use cqlframe::envelope::Opcode;
+use cqlframe::envelope::{opcode_name, Opcode};
 use std::time::Duration;
 
 cases!(
@@ -20,6 +22,7 @@ cases!(
     large_131060,
     large_lz4,
     chopped,
+    sequence_before_ready,
     fault_header_crc,
     fault_payload_crc,
     fault_checksum_bit,
@@ -164,6 +167,77 @@ fn chopped(ctx: &mut Ctx, v: &mut Evidence) {
     expect_result(&mut p, v, s2, "RECV-4", "byte-by-byte delivery");
     v.keep(p);
     large(ctx, v, false, 131_071, 1000);
+}
+
+/// A sequence on a connection that is framed but not yet READY: after an ERROR to STARTUP
+/// (LIFE-8), as during a SASL exchange after AUTHENTICATE, RECV-4 holds as after READY.
+fn sequence_before_ready(ctx: &mut Ctx, v: &mut Evidence) {
+    let Some(mut p) = connect(ctx, v, 5, "RECV-4") else {
+        return;
+    };
+    // No CQL_VERSION: Apache Cassandra refuses that STARTUP; framing follows the ERROR.
+    match p.handshake(&[]) {
+        Ok((h, b)) if h.opcode == Opcode::Error as u8 => {
+            let m = body::read_error(&b)
+                .map(|(c, m)| format!("{c:#06x} {m}"))
+                .unwrap_or_default();
+            p.note(
+                Dir::Note,
+                format!("STARTUP without CQL_VERSION refused ({m}): framed, not READY"),
+            );
+        }
+        Ok((h, _)) => {
+            v.unsupported = Some(format!(
+                "a STARTUP without CQL_VERSION was answered with {}, not refused: no framed connection short of READY",
+                opcode_name(h.opcode)
+            ));
+            return v.keep(p);
+        }
+        Err(e) => {
+            v.fail("RECV-4", MUST, format!("handshake: {e}"));
+            return v.keep(p);
+        }
+    }
+    let (s1, e1) = p.envelope(Opcode::Options, &[]);
+    if let Err(e) = p.send(&[&e1]) {
+        v.unsupported = Some(format!(
+            "the ERROR to STARTUP answers no request of the client, so no framing follows it ({e})"
+        ));
+        return v.keep(p);
+    }
+    supported_ok(
+        &mut p,
+        v,
+        s1,
+        "LIFE-8",
+        "OPTIONS in a self-contained frame after the ERROR",
+    );
+    // SEND-4 lets a sender make a sequence of any envelope, here one frame holding all of it.
+    let (s2, e2) = p.envelope(Opcode::Options, &[]);
+    let frame = p.frame(&e2, false);
+    p.note(
+        Dir::C2s,
+        format!("OPTIONS stream {s2} as a sequence of one non-self-contained frame"),
+    );
+    let _ = p.write(&frame, 0);
+    let what = "OPTIONS as a sequence before READY";
+    match p.wait(s2, true) {
+        Ok((h, _, _)) if h.opcode == Opcode::Supported as u8 => {
+            v.pass("RECV-4", MUST, format!("{what}: SUPPORTED received"))
+        }
+        Ok((h, b, _)) => {
+            let e = body::read_error(&b)
+                .map(|(c, m)| format!(" {c:#06x} on stream {} ({m})", h.stream))
+                .unwrap_or_default();
+            v.fail(
+                "RECV-4",
+                MUST,
+                format!("{what}: answered with {}{e}", opcode_name(h.opcode)),
+            );
+        }
+        Err(e) => v.fail("RECV-4", MUST, format!("{what}: {e}")),
+    }
+    v.keep(p);
 }
 
 fn fault_header_crc(ctx: &mut Ctx, v: &mut Evidence) {
