@@ -7,6 +7,7 @@
 //! - `cqlframe conformance diff OLD.json NEW.json`: what changed between two runs.
 //! - `cqlframe conformance baseline REPORT.json`: an expectations file a run meets.
 
+use crate::stop::Stop;
 use crate::Failure;
 use clap::{Args as ClapArgs, Subcommand};
 use cqlframe_harness::conformance::adapter;
@@ -14,11 +15,8 @@ use cqlframe_harness::conformance::expectations;
 use cqlframe_harness::conformance::suite::{self, Progress};
 use cqlframe_harness::conformance::{cases, diff, load, reference_adapter, server};
 use cqlframe_harness::output::{self, Versioned};
-use signal_hook::consts::{SIGINT, SIGTERM};
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(ClapArgs)]
@@ -238,6 +236,8 @@ fn run_server(args: ServerArgs) -> Result<(), Failure> {
         .iter()
         .find(|c| c.id == args.case)
         .ok_or_else(|| Failure::Io(format!("no case {}", args.case)))?;
+    // SIGTERM or SIGINT ends the run as --seconds does: what the server saw is printed.
+    let stop = Stop::on_signals()?;
     let server = server::Server::start(case.server.clone(), args.port)?;
     writeln!(std::io::stdout(), "listening on 127.0.0.1:{}", server.port)?;
     writeln!(
@@ -245,15 +245,7 @@ fn run_server(args: ServerArgs) -> Result<(), Failure> {
         "adapter arguments: {}",
         adapter::adapter_args(case, server.port, 10.0).join(" ")
     )?;
-    // SIGTERM or SIGINT ends the run as --seconds does: what the server saw is printed.
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [SIGTERM, SIGINT] {
-        signal_hook::flag::register(signal, stop.clone())?;
-    }
-    let deadline = (args.seconds > 0).then(|| Instant::now() + Duration::from_secs(args.seconds));
-    while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    stop.wait((args.seconds > 0).then(|| Instant::now() + Duration::from_secs(args.seconds)));
     let obs = server.stop(Duration::ZERO);
     let document = Versioned {
         format: output::OBSERVATIONS,

@@ -15,6 +15,7 @@ mod input;
 mod pcap;
 mod probe;
 mod proxy;
+mod stop;
 mod vectors;
 
 use clap::{Parser, Subcommand};

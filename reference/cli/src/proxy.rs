@@ -2,16 +2,14 @@
 //! `cqlframe_harness::proxy`; this is its command line).
 
 use crate::check::{object, write_connection_lines, write_line};
+use crate::stop::Stop;
 use crate::Failure;
 use clap::Args as ClapArgs;
 use cqlframe_harness::check::{found_line, summary_text, Event};
 use cqlframe_harness::proxy::{report, Config, FaultSpec, Limits, Live, Proxy};
-use signal_hook::consts::{SIGINT, SIGTERM};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Forward a driver's connections to a node and judge both directions as they flow.
@@ -149,22 +147,17 @@ pub fn run(args: Args) -> Result<(), Failure> {
         fault,
         capture,
     };
+    let stop = Stop::on_signals()?;
     let proxy = Proxy::start(config, sink)
         .map_err(|e| Failure::Io(format!("proxy {} -> {}: {e}", args.listen, args.upstream)))?;
     eprintln!(
         "cqlframe proxy: listening on {}, forwarding to {}",
         proxy.local, args.upstream
     );
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [SIGTERM, SIGINT] {
-        signal_hook::flag::register(signal, stop.clone())?;
-    }
-    let deadline = args
-        .duration
-        .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
-    while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    stop.wait(
+        args.duration
+            .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0))),
+    );
     let outcome = proxy.stop();
     report::write_all(&outcome, &args.report_dir)
         .map_err(|e| Failure::Io(format!("{}: {e}", args.report_dir.display())))?;

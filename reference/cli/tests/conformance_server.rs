@@ -50,3 +50,37 @@ fn sigterm_prints_the_observations() {
     assert_eq!(conn["client_port"], client.local_addr().unwrap().port());
     assert!(conn["log"].to_string().contains("OPTIONS"), "{conn}");
 }
+
+/// A signal sent the moment the port is announced still ends the run with its report: the
+/// handlers are installed before the announcement, never after.
+#[test]
+fn sigterm_right_after_the_announcement_still_reports() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cqlframe"))
+        .current_dir(&root)
+        .args(["conformance", "server", "--case", "handshake.uncompressed"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    out.read_line(&mut first).expect("first line");
+    assert!(first.starts_with("listening on "), "{first:?}");
+    // SAFETY: sending a signal to our own child.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).expect("rest of stdout");
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+    let json = &rest[rest.find('{').expect("observations")..];
+    let obs: serde_json::Value = serde_json::from_str(json).expect("observations are JSON");
+    assert_eq!(
+        obs["connections"].as_array().map(Vec::len),
+        Some(0),
+        "{obs}"
+    );
+}
