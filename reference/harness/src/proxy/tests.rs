@@ -3,7 +3,13 @@
 
 use super::*;
 use crate::check::{Checker, Event};
+use crate::conformance::cases::ServerScript;
+use crate::conformance::layout::Layout;
+use crate::fault_builder::serialise;
 use crate::pcap::read::Reader;
+use cqlframe::checksum::PayloadChecksum;
+use cqlframe::envelope::Opcode;
+use cqlframe::format::{Format, FrameSettings};
 use serde_json::Value;
 use std::io::Read;
 use std::net::TcpStream;
@@ -410,6 +416,35 @@ fn a_client_that_stalls_after_a_chopped_answer_is_reported() {
     );
 }
 
+/// The node's rules (server to client) when fault `kind` breaks the node's `server_bytes` of a
+/// session whose client writes `client_bytes`: applied once, and found live as on the capture.
+fn faulted(what: &str, client_bytes: &[u8], server_bytes: &[u8], kind: &str) -> Vec<String> {
+    let (tx, _got) = mpsc::channel();
+    let upstream = node(server_bytes.to_vec(), tx);
+    let spec = FaultSpec::parse(kind).unwrap();
+    let (proxy, capture, live) = start_with(upstream, Limits::DEFAULT, 0, Some(spec));
+    let answer = client(proxy.local, client_bytes);
+    assert!(
+        answer != server_bytes,
+        "{what} {kind}: the client gets other bytes"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while proxy.open_connections() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let outcome = proxy.stop();
+    assert_eq!(outcome.faults_applied, 1, "{what} {kind}");
+    let live: Vec<String> = live.try_iter().collect();
+    assert_eq!(live, check(&capture.0.lock().unwrap()), "{what} {kind}");
+    outcome.connections[0]
+        .summary
+        .rules
+        .iter()
+        .filter(|v| v.sender == "server")
+        .map(|v| v.rule.first.rule.to_string())
+        .collect()
+}
+
 // RECV-1, RECV-9: a catalogue fault on the node's frames of a real session (the vectors' v5
 // sessions, uncompressed and LZ4): the first framed envelope decoded and framed again, broken as
 // the conformance server breaks its own, and the judge finds it under the fault's rule, live as
@@ -420,32 +455,32 @@ fn a_catalogue_fault_breaks_the_nodes_frames_as_the_server_breaks_its_own() {
     for id in ["session.v5", "session.v5-lz4"] {
         let (_, client_bytes, server_bytes) = all.iter().find(|s| s.0 == id).expect(id);
         for (kind, rule) in [("header-bitflip", "RECV-1"), ("truncate-frame", "RECV-9")] {
-            let (tx, _got) = mpsc::channel();
-            let upstream = node(server_bytes.clone(), tx);
-            let spec = FaultSpec::parse(kind).unwrap();
-            let (proxy, capture, live) = start_with(upstream, Limits::DEFAULT, 0, Some(spec));
-            let answer = client(proxy.local, client_bytes);
-            assert!(
-                &answer != server_bytes,
-                "{id} {kind}: the client gets other bytes"
-            );
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while proxy.open_connections() > 0 && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            let outcome = proxy.stop();
-            assert_eq!(outcome.faults_applied, 1, "{id} {kind}");
-            let live: Vec<String> = live.try_iter().collect();
-            assert_eq!(live, check(&capture.0.lock().unwrap()), "{id} {kind}");
-            let rules: Vec<&str> = outcome.connections[0]
-                .summary
-                .rules
-                .iter()
-                .filter(|v| v.sender == "server")
-                .map(|v| v.rule.first.rule)
-                .collect();
+            let rules = faulted(id, client_bytes, server_bytes, kind);
             assert_eq!(rules, [rule], "{id} {kind}");
         }
+    }
+}
+
+// LZ4-4, LZ4-6: the LZ4 end-of-block faults need a response in one frame that ends with a row
+// value repeating every 256 bytes. The LZ4 session's node answers one more, a rows RESULT of the
+// conformance table, after its own: the fault passes the session's responses by and breaks that
+// one, and the judge finds the rule the block breaks.
+#[test]
+fn lz4_end_of_block_faults_break_a_row_of_the_nodes_answer() {
+    let all = sessions();
+    let (_, client_bytes, server_bytes) = all.iter().find(|s| s.0 == "session.v5-lz4").unwrap();
+    let rows = crate::cql::messages::rows_result(&crate::cql::database::test_table(1, 300));
+    let response = cqlframe::envelope::envelope_bytes(0x85, 0, 1, Opcode::Result, &rows);
+    let settings = FrameSettings::new(Format::Lz4, PayloadChecksum::Crc32);
+    let layout = Layout::new(settings, &ServerScript::default());
+    let mut answer = server_bytes.clone();
+    answer.extend(serialise(&layout.frames(&[response])));
+    for (kind, rule) in [
+        ("lz4-ends-after-match", "LZ4-4"),
+        ("lz4-last-match-too-late", "LZ4-6"),
+    ] {
+        let rules = faulted("session.v5-lz4 and a row", client_bytes, &answer, kind);
+        assert_eq!(rules, [rule], "{kind}");
     }
 }
 
