@@ -53,13 +53,15 @@ def uptime() -> str:
 
 
 def client(driver: str, compression: str, o: argparse.Namespace, sha: dict, seconds: float, warmup: float,
-           repeat: int = 0) -> list[str]:
-    options = ["--sizes", ",".join(map(str, SIZES)), "--in-flight", ",".join(map(str, o.in_flight)),
+           repeat: int = 0, variants: list[str] = VARIANTS, sizes: list[int] = SIZES,
+           extra: tuple[str, ...] = ()) -> list[str]:
+    """One run of a driver's client (read_load.py, ReadLoad.java): its JSON lines."""
+    options = ["--sizes", ",".join(map(str, sizes)), "--in-flight", ",".join(map(str, o.in_flight)),
                "--seconds", str(seconds), "--max-requests", str(o.max_requests), "--warmup", str(warmup),
                "--client-warmup", str(o.client_warmup), "--compression", compression,
                # The order of the variants rotates from repeat to repeat (and in the client from cell to cell).
-               "--variants", ",".join(VARIANTS[repeat % len(VARIANTS):] + VARIANTS[:repeat % len(VARIANTS)]),
-               "--sha256", ",".join(f"{k}={v}" for k, v in sha.items())]
+               "--variants", ",".join(variants[repeat % len(variants):] + variants[:repeat % len(variants)]),
+               "--sha256", ",".join(f"{k}={v}" for k, v in sha.items()), *extra]
     if driver == "python":
         command = [str(PYTHON), str(HERE / "read_load.py")]
     else:

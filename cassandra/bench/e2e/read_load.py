@@ -4,13 +4,14 @@ number of requests in flight, per payload checksum, with the node's CPU time rea
     python read_load.py setup PORT SIZE...      writes e2e.blobs, prints {size: sha256}
     python read_load.py load PORT NODE_PID --sizes 16384,131072 --in-flight 1,4,16,64 \
         --seconds 2 --max-requests 20000 --warmup 0.5 --client-warmup 2 --compression none \
-        --variants plain,crc32,crc32c --sha256 16384=HEX,131072=HEX
+        --variants plain,crc32,crc32c --sha256 16384=HEX,131072=HEX [--proxy PORT]
 
 `setup` writes one row per size (k = size, v = that many random bytes, which LZ4 cannot
 compress) with the released driver. `load` takes the options e2e.py gives both clients (the
 Java one, ReadLoad.java, the same) and opens one session per variant: `plain` the driver as released (CRC32), `crc32` and `crc32c`
 through conformance/drivers/python/frame_checksum.py asking for that checksum (CRC32 is not
-asked for, it is the default, but the frames go through the same codec as CRC32C). Each
+asked for, it is the default, but the frames go through the same codec as CRC32C); `proxy` the
+driver as released through `cqlframe proxy` on `--proxy PORT` (cassandra/bench/e2e/proxy.py). Each
 session first reads each size for `--client-warmup` seconds at 16 in flight (the Java client's
 JIT compiler does its work there, not in the first cells). Then for every size and number in
 flight it runs each variant in turn (in the order given, rotated from cell to cell): warm-up,
@@ -42,6 +43,7 @@ CONNECTION = {
     "plain": DefaultConnection,
     "crc32": with_frame_checksum(DefaultConnection, PayloadChecksum.CRC32),
     "crc32c": with_frame_checksum(DefaultConnection, PayloadChecksum.CRC32C),
+    "proxy": DefaultConnection,
 }
 
 
@@ -123,7 +125,8 @@ def setup(port: int, sizes: list[int]) -> int:
 def load(o: argparse.Namespace) -> int:
     sessions = {}
     for variant in o.variants:
-        cluster = Cluster(["127.0.0.1"], port=o.port, protocol_version=ProtocolVersion.V5,
+        port = o.proxy if variant == "proxy" else o.port
+        cluster = Cluster(["127.0.0.1"], port=port, protocol_version=ProtocolVersion.V5,
                           compression="lz4" if o.compression == "lz4" else False,
                           connection_class=CONNECTION[variant])
         session = cluster.connect()
@@ -152,7 +155,7 @@ def load(o: argparse.Namespace) -> int:
                 elapsed = time.monotonic() - started
                 server, client = cpu_ticks(o.node_pid) - server, cpu_ticks("self") - client
                 lat = sorted(loop.latencies)
-                negotiated = checksums_in_use(cluster) if variant != "plain" else None
+                negotiated = checksums_in_use(cluster) if variant.startswith("crc32") else None
                 print(json.dumps({
                     "driver": "python", "variant": variant, "negotiated": negotiated,
                     "compression": o.compression, "blob": size, "in_flight": in_flight,
@@ -183,6 +186,7 @@ def main() -> int:
     p.add_argument("--client-warmup", type=float, required=True)
     p.add_argument("--compression", choices=["none", "lz4"], required=True)
     p.add_argument("--variants", type=lambda s: s.split(","), required=True)
+    p.add_argument("--proxy", type=int, help="the port of `cqlframe proxy` for the proxy variant")
     p.add_argument("--sha256", type=lambda s: {int(k): v for k, v in (x.split("=") for x in s.split(","))},
                    required=True)
     return load(p.parse_args())
