@@ -162,16 +162,23 @@ def tables(summary: dict, cost: dict, o: argparse.Namespace, env: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def main() -> int:
-    if len(sys.argv) == 3 and sys.argv[1] == "--tables-from":
-        return retable(Path(sys.argv[2]))
-    p = argparse.ArgumentParser(usage=__doc__.split("\n\n")[1])
+def arguments(doc: str) -> argparse.ArgumentParser:
+    """The options every benchmark over the node shares: where the node listens, its pid (for
+    its CPU time), where the table goes, and how long and how often to measure."""
+    p = argparse.ArgumentParser(usage=doc.split("\n\n")[1])
     p.add_argument("port", type=int)
     p.add_argument("node_pid", type=int)
     p.add_argument("out", type=Path)
     p.add_argument("--smoke", action="store_true")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--seconds", type=float, default=2.0)
+    return p
+
+
+def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--tables-from":
+        return retable(Path(sys.argv[2]))
+    p = arguments(__doc__)
     p.add_argument("--compression", type=lambda s: s.split(","), default=["none"])
     o = p.parse_args()
     o.warmup, o.client_warmup, o.max_requests, o.in_flight = 0.5, 2.0, 50_000, IN_FLIGHT

@@ -30,7 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(HERE.parent))
-from e2e import DRIVERS, PYTHON, client, uptime  # noqa: E402  (cassandra/bench/e2e/e2e.py)
+from e2e import DRIVERS, PYTHON, arguments, client, uptime  # noqa: E402  (cassandra/bench/e2e/e2e.py)
 from table import cpu  # noqa: E402  (cassandra/bench/table.py)
 
 CQLFRAME = os.environ.get("CQLFRAME_BIN", str(ROOT / "target/release/cqlframe"))
@@ -81,14 +81,7 @@ def table(lines: list[dict], env: dict, o: argparse.Namespace) -> str:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(usage=__doc__.split("\n\n")[1])
-    p.add_argument("port", type=int)
-    p.add_argument("node_pid", type=int)
-    p.add_argument("out", type=Path)
-    p.add_argument("--smoke", action="store_true")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--seconds", type=float, default=2.0)
-    o = p.parse_args()
+    o = arguments(__doc__).parse_args()
     o.warmup, o.client_warmup, o.max_requests, o.in_flight = 0.5, 2.0, 50_000, IN_FLIGHT
     if o.smoke:
         o.repeats, o.seconds, o.warmup, o.client_warmup, o.max_requests = 1, 0.1, 0.02, 0.02, 200

@@ -6,10 +6,10 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 
-#[test]
-fn sigterm_prints_the_observations() {
+/// `conformance server` of one case, its stdout, and the line that announces its port.
+fn serve_one_case() -> (Child, BufReader<ChildStdout>, String) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut child = Command::new(env!("CARGO_BIN_EXE_cqlframe"))
         .current_dir(&root)
@@ -21,6 +21,27 @@ fn sigterm_prints_the_observations() {
     let mut out = BufReader::new(child.stdout.take().expect("stdout"));
     let mut first = String::new();
     out.read_line(&mut first).expect("first line");
+    (child, out, first)
+}
+
+/// Sends SIGTERM and returns the observations printed after it; the exit must be a success.
+fn stop_with_sigterm(mut child: Child, mut out: BufReader<ChildStdout>) -> serde_json::Value {
+    // SAFETY: sending a signal to our own child.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).expect("rest of stdout");
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+    let json = &rest[rest.find('{').expect("observations")..];
+    serde_json::from_str(json).expect("observations are JSON")
+}
+
+#[test]
+fn sigterm_prints_the_observations() {
+    let (child, out, first) = serve_one_case();
     let port: u16 = first
         .trim()
         .rsplit(':')
@@ -35,17 +56,7 @@ fn sigterm_prints_the_observations() {
     let mut answer = [0u8; 9];
     client.read_exact(&mut answer).expect("SUPPORTED");
     assert_eq!(answer[4], 6, "SUPPORTED opcode");
-    // SAFETY: sending a signal to our own child.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
-        0
-    );
-    let mut rest = String::new();
-    out.read_to_string(&mut rest).expect("rest of stdout");
-    let status = child.wait().expect("wait");
-    assert!(status.success(), "{status:?}");
-    let json = &rest[rest.find('{').expect("observations")..];
-    let obs: serde_json::Value = serde_json::from_str(json).expect("observations are JSON");
+    let obs = stop_with_sigterm(child, out);
     let conn = &obs["connections"][0];
     assert_eq!(conn["client_port"], client.local_addr().unwrap().port());
     assert!(conn["log"].to_string().contains("OPTIONS"), "{conn}");
@@ -55,29 +66,9 @@ fn sigterm_prints_the_observations() {
 /// handlers are installed before the announcement, never after.
 #[test]
 fn sigterm_right_after_the_announcement_still_reports() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cqlframe"))
-        .current_dir(&root)
-        .args(["conformance", "server", "--case", "handshake.uncompressed"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut first = String::new();
-    out.read_line(&mut first).expect("first line");
+    let (child, out, first) = serve_one_case();
     assert!(first.starts_with("listening on "), "{first:?}");
-    // SAFETY: sending a signal to our own child.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
-        0
-    );
-    let mut rest = String::new();
-    out.read_to_string(&mut rest).expect("rest of stdout");
-    let status = child.wait().expect("wait");
-    assert!(status.success(), "{status:?}");
-    let json = &rest[rest.find('{').expect("observations")..];
-    let obs: serde_json::Value = serde_json::from_str(json).expect("observations are JSON");
+    let obs = stop_with_sigterm(child, out);
     assert_eq!(
         obs["connections"].as_array().map(Vec::len),
         Some(0),

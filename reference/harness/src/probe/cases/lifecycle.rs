@@ -3,7 +3,8 @@
 
 use super::injection::fault;
 use super::steps::{
-    connect, hex, needs_lz4, no_switch, ready, supported_ok, Ctx, Evidence, CQL, LZ4, MUST,
+    connect, error_text, hex, needs_lz4, no_switch, ready, supported_ok, Ctx, Evidence, CQL, LZ4,
+    MUST,
 };
 use crate::probe::client::{decode_as, query_body};
 use crate::wire_log::Dir;
@@ -245,9 +246,7 @@ fn startup_error_framing(ctx: &mut Ctx, v: &mut Evidence) {
         };
         match p.handshake(options) {
             Ok((h, b)) if h.opcode == Opcode::Error as u8 => {
-                let m = body::read_error(&b)
-                    .map(|(c, m)| format!("{c:#06x} {m}"))
-                    .unwrap_or_default();
+                let m = error_text(&b);
                 p.note(
                     Dir::Note,
                     format!(

@@ -3,8 +3,8 @@
 
 use super::injection::{fault, inject, mismatched_options_frame, options_frame};
 use super::steps::{
-    big_query, connect, expect_result, needs_crc32c, ready, ready_v5, supported_ok, Ctx, Evidence,
-    CQL, MUST,
+    big_query, connect, error_text, expect_result, needs_crc32c, ready, ready_v5, supported_ok,
+    Ctx, Evidence, CQL, MUST,
 };
 use crate::fault_builder::{after_first, flip, serialise};
 use crate::probe::client::query_body;
@@ -178,9 +178,7 @@ fn sequence_before_ready(ctx: &mut Ctx, v: &mut Evidence) {
     // No CQL_VERSION: Apache Cassandra refuses that STARTUP; framing follows the ERROR.
     match p.handshake(&[]) {
         Ok((h, b)) if h.opcode == Opcode::Error as u8 => {
-            let m = body::read_error(&b)
-                .map(|(c, m)| format!("{c:#06x} {m}"))
-                .unwrap_or_default();
+            let m = error_text(&b);
             p.note(
                 Dir::Note,
                 format!("STARTUP without CQL_VERSION refused ({m}): framed, not READY"),

@@ -159,9 +159,7 @@ pub(super) fn ready(
             None
         }
         Ok((h, b)) => {
-            let e = body::read_error(&b)
-                .map(|(c, m)| format!("{c:#06x} {m}"))
-                .unwrap_or_default();
+            let e = error_text(&b);
             v.fail(
                 rule,
                 MUST,
@@ -286,6 +284,14 @@ pub(super) fn no_switch(p: &mut Probe, v: &mut Evidence, rule: &str) {
 }
 
 /// Bytes as spaced hex, as the spec shows them.
+/// An ERROR body as the notes and failures quote it: its code in hex and its message; empty
+/// when the body is not an ERROR's.
+pub(super) fn error_text(body: &[u8]) -> String {
+    body::read_error(body)
+        .map(|(c, m)| format!("{c:#06x} {m}"))
+        .unwrap_or_default()
+}
+
 pub(super) fn hex(bytes: &[u8]) -> String {
     bytes
         .iter()
