@@ -109,6 +109,24 @@ fn start_with(
     (Proxy::start(config, sink).expect("proxy"), capture, rx)
 }
 
+/// Waits (10 s at most) for every connection to close, so that each one's summary comes before
+/// the proxy stops; stops it, and holds its live findings to `cqlframe check` on its capture.
+fn stop_when_closed(
+    proxy: Proxy,
+    capture: &Shared,
+    live: &mpsc::Receiver<String>,
+    what: &str,
+) -> Outcome {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while proxy.open_connections() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let outcome = proxy.stop();
+    let live: Vec<String> = live.try_iter().collect();
+    assert_eq!(live, check(&capture.0.lock().unwrap()), "{what}");
+    outcome
+}
+
 /// `cqlframe check` on a capture: each event as the sink would get it.
 fn check(capture: &[u8]) -> Vec<String> {
     let mut reader = Reader::new(capture).expect("capture");
@@ -202,15 +220,7 @@ fn sessions_are_forwarded_as_they_are_and_judged_as_check_judges_the_capture() {
             client_bytes,
             "{id}: the node gets the client's"
         );
-        // Both ends closed: the connection's summary comes before the proxy stops.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while proxy.open_connections() > 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let outcome = proxy.stop();
-        let live: Vec<String> = live.try_iter().collect();
-        let file = capture.0.lock().unwrap().clone();
-        assert_eq!(live, check(&file), "{id}");
+        let outcome = stop_when_closed(proxy, &capture, &live, &id);
         assert_eq!(outcome.connections.len(), 1, "{id}");
         let summary = &outcome.connections[0].summary;
         assert_eq!(summary.client_to_server.closed, Some("fin"), "{id}");
@@ -428,14 +438,8 @@ fn faulted(what: &str, client_bytes: &[u8], server_bytes: &[u8], kind: &str) -> 
         answer != server_bytes,
         "{what} {kind}: the client gets other bytes"
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while proxy.open_connections() > 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let outcome = proxy.stop();
+    let outcome = stop_when_closed(proxy, &capture, &live, &format!("{what} {kind}"));
     assert_eq!(outcome.faults_applied, 1, "{what} {kind}");
-    let live: Vec<String> = live.try_iter().collect();
-    assert_eq!(live, check(&capture.0.lock().unwrap()), "{what} {kind}");
     outcome.connections[0]
         .summary
         .rules
@@ -511,14 +515,8 @@ fn a_fault_to_the_server_breaks_the_clients_frames() {
         lock_step_client(proxy.local, head, server_bytes.len(), rest);
         let received = got.recv().unwrap();
         assert!(&received != client_bytes, "{id}: the node gets other bytes");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while proxy.open_connections() > 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let outcome = proxy.stop();
+        let outcome = stop_when_closed(proxy, &capture, &live, id);
         assert_eq!(outcome.faults_applied, 1, "{id}");
-        let live: Vec<String> = live.try_iter().collect();
-        assert_eq!(live, check(&capture.0.lock().unwrap()), "{id}");
         let rules: Vec<(&str, &str)> = outcome.connections[0]
             .summary
             .rules
