@@ -14,7 +14,7 @@ mkdir -p .cache
 step() { printf '\n== %s\n' "$*"; }
 
 step "system packages"
-packages=(asciidoctor ruby-asciidoctor-pdf python3-venv tshark lua5.2 lua5.4 time)
+packages=(asciidoctor ruby-asciidoctor-pdf python3-venv tshark lua5.2 lua5.4 time socat)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -33,14 +33,14 @@ import org.cqlframe.conformance.checksum.PayloadChecksum;
  * The Java driver's side of cassandra/bench/e2e, as read_load.py is the Python driver's (same
  * options, same JSON lines; see its docstring): closed-loop reads of one blob per payload
  * checksum variant, `plain` the driver as released, `crc32` and `crc32c` through the conformance
- * adapter's FrameChecksumSessionBuilder, `proxy` the driver as released through `cqlframe proxy`
- * on --proxy PORT (cassandra/bench/e2e/proxy.py). Run from source with the adapter's jar (driver
+ * adapter's FrameChecksumSessionBuilder, `proxy` and `relay` the driver as released through the
+ * port --via gives them (cassandra/bench/e2e/proxy.py). Run from source with the adapter's jar (driver
  * included) on the class path:
  *
  * <pre>java -cp .cache/conformance/java/java-conformance-adapter.jar cassandra/bench/e2e/ReadLoad.java \
  *     load PORT NODE_PID --sizes ... --in-flight ... --seconds S --max-requests N --warmup S \
  *     --client-warmup S --compression none|lz4 --variants plain,crc32,crc32c --sha256 SIZE=HEX,...
- *     [--proxy PORT]</pre>
+ *     [--via proxy=PORT,relay=PORT]</pre>
  */
 public final class ReadLoad {
   private ReadLoad() {}
@@ -64,15 +64,19 @@ public final class ReadLoad {
       String[] kv = pair.split("=");
       sha256.put(Integer.parseInt(kv[0]), kv[1]);
     }
+    Map<String, Integer> via = new HashMap<>();
+    if (o.containsKey("via")) {
+      for (String pair : o.get("via").split(",")) {
+        String[] kv = pair.split("=");
+        via.put(kv[0], Integer.parseInt(kv[1]));
+      }
+    }
     Map<String, CqlSession> sessions = new LinkedHashMap<>();
     Map<String, PreparedStatement> selects = new HashMap<>();
     for (String variant : o.get("variants").split(",")) {
       CqlSession s =
           builder(variant)
-              .addContactPoint(
-                  new InetSocketAddress(
-                      "127.0.0.1",
-                      variant.equals("proxy") ? Integer.parseInt(o.get("proxy")) : port))
+              .addContactPoint(new InetSocketAddress("127.0.0.1", via.getOrDefault(variant, port)))
               .withConfigLoader(config(compression))
               .build();
       sessions.put(variant, s);
@@ -145,6 +149,7 @@ public final class ReadLoad {
     switch (variant) {
       case "plain":
       case "proxy":
+      case "relay":
         return CqlSession.builder();
       case "crc32":
         return new FrameChecksumSessionBuilder(PayloadChecksum.CRC32);

@@ -3,16 +3,18 @@
     python3 proxy.py PORT NODE_PID OUT [--smoke] [--repeats N] [--seconds S]
 
 Starts `cqlframe proxy` in front of the node (every byte of both directions judged as it flows,
-no capture), writes a small blob (read_load.py setup), then per repeat runs the end-to-end
-benchmark's clients, the Python driver (read_load.py) and the Java driver (ReadLoad.java), each
-with two sessions side by side in the same run: `plain` straight to the node and `proxy` through
-the proxy, the driver as released in both. Every cell (compression x requests in flight) runs
-the two sessions one after the other, their order rotating from cell to cell and from repeat to
-repeat, closed-loop on a prepared `SELECT v FROM e2e.blobs WHERE k = ?` as the end-to-end
-benchmark does. From their JSON lines: p50 and p99 of each, and what the proxy adds, in
-microseconds and as a ratio, per repeat (the two sessions of one client run) and the median of
-the repeats. The proxy must exit 0 (no MUST broken) having judged the proxy sessions'
-connections. Prints the table, writes OUT/proxy.md and OUT/proxy.json.
+no capture) and, beside it, socat as a bare TCP relay (bytes forwarded, nothing read into them:
+the cost of the extra socket hop alone), writes a small blob (read_load.py setup), then per
+repeat runs the end-to-end benchmark's clients, the Python driver (read_load.py) and the Java
+driver (ReadLoad.java), each with three sessions side by side in the same run: `plain` straight
+to the node, `relay` through socat and `proxy` through the proxy, the driver as released in all.
+Every cell (compression x requests in flight) runs the sessions one after the other, their order
+rotating from cell to cell and from repeat to repeat, closed-loop on a prepared
+`SELECT v FROM e2e.blobs WHERE k = ?` as the end-to-end benchmark does. From their JSON lines:
+p50 and p99 of each, and what the relay and the proxy add over `plain` and the proxy over the
+relay, in microseconds, per repeat (the sessions of one client run) and the median of the
+repeats. The proxy must exit 0 (no MUST broken) having judged the proxy sessions' connections.
+Prints the table, writes OUT/proxy.md and OUT/proxy.json.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import argparse
 import json
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -38,7 +41,7 @@ CQLFRAME = os.environ.get("CQLFRAME_BIN", str(ROOT / "target/release/cqlframe"))
 BLOB = 64
 IN_FLIGHT = [1, 8]
 COMPRESSIONS = ["none", "lz4"]
-VARIANTS = ["plain", "proxy"]
+VARIANTS = ["plain", "relay", "proxy"]
 
 
 def start_proxy(port: int, out: Path) -> tuple[subprocess.Popen, int]:
@@ -49,34 +52,51 @@ def start_proxy(port: int, out: Path) -> tuple[subprocess.Popen, int]:
     return proxy, int(listening.split(",")[0].rsplit(":", 1)[-1])
 
 
+def start_relay(port: int) -> tuple[subprocess.Popen, int]:
+    """socat forwarding each connection to the node, Nagle off on both sockets as the proxy has it."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        via = s.getsockname()[1]
+    relay = subprocess.Popen(["socat", f"TCP-LISTEN:{via},bind=127.0.0.1,reuseaddr,fork,nodelay",
+                              f"TCP:127.0.0.1:{port},nodelay"], stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", via)) == 0:
+                return relay, via
+        time.sleep(0.05)
+    relay.kill()
+    raise SystemExit("proxy bench: socat did not listen")
+
+
 def table(lines: list[dict], env: dict, o: argparse.Namespace) -> str:
     cells: dict[tuple, dict[int, dict[str, dict]]] = {}
     for m in lines:
         cells.setdefault((m["driver"], m["compression"], m["in_flight"]), {}).setdefault(
             m["repeat"], {})[m["variant"]] = m
-    out = [f"CPU: {env['cpu']}; load at the start: `{env['uptime_start']}`; at the end: `{env['uptime_end']}`",
+    out = [f"Relay: {env['relay']}.", f"CPU: {env['cpu']}; load at the start: `{env['uptime_start']}`; at the end: `{env['uptime_end']}`",
            f"{o.repeats} repeats of {o.seconds} s windows per session (after {o.warmup} s of warm-up), at most "
            f"{o.max_requests} requests each; {BLOB}-byte blob; {env['elapsed_s']:.0f} s in all.", "",
-           "Each cell: median of the repeats; added = proxy - plain of the same client run, median (lowest, "
-           "highest) over the repeats.", "",
-           "| driver | compression | in flight | p50 us plain / proxy | p50 added us | p50 ratio "
-           "| p99 us plain / proxy | p99 added us | p99 ratio | req/s plain / proxy |",
-           "|---|---|---:|---|---|---:|---|---|---:|---|"]
+           "Each cell: median of the repeats; +relay = relay - plain, +proxy = proxy - plain, proxy - relay: of the "
+           "same client run, median (lowest, highest) over the repeats.", "",
+           "| driver | compression | in flight | p50 us plain / relay / proxy | p50 +relay us | p50 +proxy us "
+           "| p50 proxy - relay us | p99 us plain / relay / proxy | p99 +relay us | p99 +proxy us "
+           "| req/s plain / relay / proxy |",
+           "|---|---|---:|---|---|---|---|---|---|---|---|"]
     for (driver, compression, n), repeats in sorted(cells.items()):
         runs = list(repeats.values())
 
-        def med(variant: str, metric: str) -> float:
-            return statistics.median(r[variant][metric] for r in runs)
+        def med(metric: str) -> str:
+            return " / ".join(f"{statistics.median(r[v][metric] for r in runs):.0f}" for v in VARIANTS)
 
-        def added(metric: str) -> str:
-            d = [r["proxy"][metric] - r["plain"][metric] for r in runs]
+        def added(metric: str, variant: str, base: str = "plain") -> str:
+            d = [r[variant][metric] - r[base][metric] for r in runs]
             return f"{statistics.median(d):+.0f} ({min(d):+.0f}, {max(d):+.0f})"
 
-        rps = {v: statistics.median(r[v]["requests"] / r[v]["seconds"] for r in runs) for v in VARIANTS}
-        out.append(f"| {driver} | {compression} | {n} | {med('plain', 'p50_us'):.0f} / {med('proxy', 'p50_us'):.0f} "
-                   f"| {added('p50_us')} | {med('proxy', 'p50_us') / med('plain', 'p50_us'):.2f} "
-                   f"| {med('plain', 'p99_us'):.0f} / {med('proxy', 'p99_us'):.0f} | {added('p99_us')} "
-                   f"| {med('proxy', 'p99_us') / med('plain', 'p99_us'):.2f} | {rps['plain']:.0f} / {rps['proxy']:.0f} |")
+        rps = " / ".join(f"{statistics.median(r[v]['requests'] / r[v]['seconds'] for r in runs):.0f}"
+                         for v in VARIANTS)
+        out.append(f"| {driver} | {compression} | {n} | {med('p50_us')} | {added('p50_us', 'relay')} "
+                   f"| {added('p50_us', 'proxy')} | {added('p50_us', 'proxy', 'relay')} | {med('p99_us')} "
+                   f"| {added('p99_us', 'relay')} | {added('p99_us', 'proxy')} | {rps} |")
     return "\n".join(out) + "\n"
 
 
@@ -87,12 +107,14 @@ def main() -> int:
         o.repeats, o.seconds, o.warmup, o.client_warmup, o.max_requests = 1, 0.1, 0.02, 0.02, 200
     o.out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    env = {"cpu": cpu(), "uptime_start": uptime()}
+    env = {"cpu": cpu(), "uptime_start": uptime(),
+           "relay": subprocess.run(["socat", "-V"], capture_output=True, text=True).stdout.splitlines()[1]}
     setup = subprocess.run([str(PYTHON), str(HERE / "read_load.py"), "setup", str(o.port), str(BLOB)],
                            capture_output=True, text=True, check=True)
     sha = json.loads(setup.stdout)
     proxy, via = start_proxy(o.port, o.out)
-    extra = ("--proxy", str(via))
+    relay, bare = start_relay(o.port)
+    extra = ("--via", f"proxy={via},relay={bare}")
     lines = []
     try:
         if not o.smoke:
@@ -106,6 +128,8 @@ def main() -> int:
                     lines += [dict(json.loads(line), repeat=repeat) for line in got]
                     print(f"proxy bench: repeat {repeat + 1}/{o.repeats}, {driver}, {compression}", flush=True)
     finally:
+        relay.terminate()
+        relay.wait(timeout=30)
         proxy.send_signal(signal.SIGTERM)
         _, err = proxy.communicate(timeout=120)
     env["uptime_end"] = uptime()

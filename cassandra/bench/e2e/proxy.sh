@@ -21,6 +21,7 @@ while [ $# -gt 0 ]; do
         *) echo "usage: cassandra/bench/e2e/proxy.sh [--smoke] [--repeats N] [--seconds S]" >&2; exit 2 ;;
     esac
 done
+command -v socat >/dev/null || { echo "proxy.sh: socat not found (Debian: apt-get install socat)" >&2; exit 2; }
 port="${CQL_PORT:-9042}"
 storage="${STORAGE_PORT:-17000}"
 out="$root/build/cassandra-proxy-bench"

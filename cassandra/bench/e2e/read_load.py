@@ -4,14 +4,15 @@ number of requests in flight, per payload checksum, with the node's CPU time rea
     python read_load.py setup PORT SIZE...      writes e2e.blobs, prints {size: sha256}
     python read_load.py load PORT NODE_PID --sizes 16384,131072 --in-flight 1,4,16,64 \
         --seconds 2 --max-requests 20000 --warmup 0.5 --client-warmup 2 --compression none \
-        --variants plain,crc32,crc32c --sha256 16384=HEX,131072=HEX [--proxy PORT]
+        --variants plain,crc32,crc32c --sha256 16384=HEX,131072=HEX [--via proxy=PORT,relay=PORT]
 
 `setup` writes one row per size (k = size, v = that many random bytes, which LZ4 cannot
 compress) with the released driver. `load` takes the options e2e.py gives both clients (the
 Java one, ReadLoad.java, the same) and opens one session per variant: `plain` the driver as released (CRC32), `crc32` and `crc32c`
 through conformance/drivers/python/frame_checksum.py asking for that checksum (CRC32 is not
-asked for, it is the default, but the frames go through the same codec as CRC32C); `proxy` the
-driver as released through `cqlframe proxy` on `--proxy PORT` (cassandra/bench/e2e/proxy.py). Each
+asked for, it is the default, but the frames go through the same codec as CRC32C); `proxy` and
+`relay` the driver as released through the port `--via` gives them (`cqlframe proxy` and a bare
+TCP relay, cassandra/bench/e2e/proxy.py). Each
 session first reads each size for `--client-warmup` seconds at 16 in flight (the Java client's
 JIT compiler does its work there, not in the first cells). Then for every size and number in
 flight it runs each variant in turn (in the order given, rotated from cell to cell): warm-up,
@@ -44,6 +45,7 @@ CONNECTION = {
     "crc32": with_frame_checksum(DefaultConnection, PayloadChecksum.CRC32),
     "crc32c": with_frame_checksum(DefaultConnection, PayloadChecksum.CRC32C),
     "proxy": DefaultConnection,
+    "relay": DefaultConnection,
 }
 
 
@@ -125,7 +127,7 @@ def setup(port: int, sizes: list[int]) -> int:
 def load(o: argparse.Namespace) -> int:
     sessions = {}
     for variant in o.variants:
-        port = o.proxy if variant == "proxy" else o.port
+        port = o.via.get(variant, o.port)
         cluster = Cluster(["127.0.0.1"], port=port, protocol_version=ProtocolVersion.V5,
                           compression="lz4" if o.compression == "lz4" else False,
                           connection_class=CONNECTION[variant])
@@ -186,7 +188,8 @@ def main() -> int:
     p.add_argument("--client-warmup", type=float, required=True)
     p.add_argument("--compression", choices=["none", "lz4"], required=True)
     p.add_argument("--variants", type=lambda s: s.split(","), required=True)
-    p.add_argument("--proxy", type=int, help="the port of `cqlframe proxy` for the proxy variant")
+    p.add_argument("--via", type=lambda s: {k: int(v) for k, v in (x.split("=") for x in s.split(","))},
+                   default={}, help="the port each of these variants connects to instead of the node's")
     p.add_argument("--sha256", type=lambda s: {int(k): v for k, v in (x.split("=") for x in s.split(","))},
                    required=True)
     return load(p.parse_args())

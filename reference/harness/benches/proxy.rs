@@ -1,6 +1,7 @@
 //! What judging costs the proxy: the recorder's work per forwarded write (the write made a TCP
-//! segment, reassembled and judged by the checker; no capture file, no sockets) for 128 KiB
-//! frames from the node, each answering a small framed request, on one core.
+//! segment, reassembled and judged by the checker; no capture file, no sockets), on one core: for
+//! 128 KiB frames from the node, each answering a small framed request (throughput), and for a
+//! small request and its small answer (the judge's share of the latency the proxy adds).
 //!
 //!     cargo bench -p cqlframe-harness --bench proxy
 
@@ -19,6 +20,47 @@ fn string(s: &str) -> Vec<u8> {
     let mut b = (s.len() as u16).to_be_bytes().to_vec();
     b.extend_from_slice(s.as_bytes());
     b
+}
+
+/// One write of `from` through the recorder, as the proxy makes it: queued, then judged once
+/// written.
+fn pass(r: &mut Recorder, id: usize, from: Peer, bytes: &[u8]) {
+    r.forward(id, from, bytes);
+    r.delivered(id, from);
+}
+
+/// A recorder with one connection past its handshake (STARTUP, READY): framing on.
+fn framed(startup: &[u8]) -> (Recorder, usize) {
+    let mut r = Recorder::new(16 << 20, 0, None, None, Box::new(|_| {}));
+    let id = r.open("bench".into());
+    pass(
+        &mut r,
+        id,
+        Peer::Client,
+        &envelope_bytes(5, 0, 0, Opcode::Startup, startup),
+    );
+    pass(
+        &mut r,
+        id,
+        Peer::Server,
+        &envelope_bytes(0x85, 0, 0, Opcode::Ready, &[]),
+    );
+    (r, id)
+}
+
+/// The bench's traffic broke no rule and was judged as frames.
+fn judged_clean(mut r: Recorder) {
+    r.finish();
+    assert_eq!(
+        r.totals_mut().violations,
+        0,
+        "the bench traffic breaks no rule"
+    );
+    let judged = &r.closed[0].summary.server_to_client.stats;
+    assert!(
+        judged.frames > 0 && judged.envelopes == judged.frames,
+        "{judged:?}"
+    );
 }
 
 fn bench(c: &mut Criterion) {
@@ -46,35 +88,39 @@ fn bench(c: &mut Criterion) {
         })
         .collect();
     group.bench_function("judge 128 KiB frames", |b| {
-        let mut r = Recorder::new(16 << 20, 0, None, None, Box::new(|_| {}));
-        let id = r.open("bench".into());
-        r.forward(
-            id,
-            Peer::Client,
-            &envelope_bytes(5, 0, 0, Opcode::Startup, &startup),
-        );
-        r.forward(
-            id,
-            Peer::Server,
-            &envelope_bytes(0x85, 0, 0, Opcode::Ready, &[]),
-        );
+        let (mut r, id) = framed(&startup);
         let mut next = pairs.iter().cycle();
         b.iter(|| {
             let (query, result) = next.next().expect("cycles");
-            r.forward(id, Peer::Client, query);
-            r.forward(id, Peer::Server, result);
+            pass(&mut r, id, Peer::Client, query);
+            pass(&mut r, id, Peer::Server, result);
         });
-        r.finish();
-        assert_eq!(
-            r.totals_mut().violations,
-            0,
-            "the bench traffic breaks no rule"
-        );
-        let judged = &r.closed[0].summary.server_to_client.stats;
-        assert!(
-            judged.frames > 0 && judged.envelopes == judged.frames,
-            "{judged:?}"
-        );
+        judged_clean(r);
+    });
+    // A 64-byte answer and its request, as cassandra/bench/e2e/proxy.sh reads them.
+    let small: Vec<(Vec<u8>, Vec<u8>)> = (1..=32)
+        .map(|stream| {
+            let query = frame(&envelope_bytes(5, 0, stream, Opcode::Execute, &[0; 40]));
+            let result = frame(&envelope_bytes(
+                0x85,
+                0,
+                stream,
+                Opcode::Result,
+                &[0x5a; 90],
+            ));
+            (query, result)
+        })
+        .collect();
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("judge a small request and its answer", |b| {
+        let (mut r, id) = framed(&startup);
+        let mut next = small.iter().cycle();
+        b.iter(|| {
+            let (query, result) = next.next().expect("cycles");
+            pass(&mut r, id, Peer::Client, query);
+            pass(&mut r, id, Peer::Server, result);
+        });
+        judged_clean(r);
     });
     group.finish();
 }

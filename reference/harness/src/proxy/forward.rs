@@ -1,6 +1,6 @@
 //! One proxied connection: the client's bytes to the upstream node and the node's back, each
-//! write through the recorder (judged, captured) before it is forwarded, so that the judge sees
-//! both directions in the order they went.
+//! write queued in the recorder before it is forwarded (so that the judge sees both directions
+//! in the order they went) and judged once it has been.
 
 use super::shared::Shared;
 use crate::conformance::delivery::{self, Boundary, ClientSocket};
@@ -167,11 +167,15 @@ fn pump(
             Ok(n) => {
                 activity.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
                 let out = shared.recorder.lock().unwrap().forward(id, from, &buf[..n]);
-                if to.write(&out.bytes).is_err() {
+                let (bytes, close) = match &out {
+                    Some(f) => (&f.bytes[..], f.close),
+                    None => (&buf[..n], false),
+                };
+                if to.write(bytes).is_err() {
                     return cut(&source, &to.stream, None, from.other());
                 }
                 shared.recorder.lock().unwrap().delivered(id, from);
-                if out.close {
+                if close {
                     // A truncation: the node's side ends in order there (FIN), as the
                     // conformance server ends it, so that the judge sees the cut (RECV-9).
                     let mut r = shared.recorder.lock().unwrap();

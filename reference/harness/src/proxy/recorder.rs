@@ -2,6 +2,11 @@
 //! write is made a TCP segment of its connection (the frames `cqlframe check` reads), judged as
 //! such and, with `--capture`, written to the capture. The live verdict and the verdict of
 //! `cqlframe check` on the capture are then one computation on the same packets.
+//!
+//! A write is queued in that order before it goes out and judged once it has (the next call
+//! that takes the recorder judges the queue first), so that the judge's time is not added to the
+//! time a byte takes through the proxy; an answer read after a request was written is queued
+//! after it, so the order the judge sees is still the order the bytes went.
 
 use super::log::WireLog;
 use super::reaction::{Reaction, REACT, STALL};
@@ -9,7 +14,7 @@ use super::tamper::{FaultSpec, Forward, Tamper};
 use crate::check::{Checker, ConnSummary, Event, Totals};
 use crate::pcap::write::{self as capture, Options, Peer, Segments, ACK, FIN, PSH, SYN};
 use crate::wire_log::Dir;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -63,8 +68,17 @@ struct Open {
     used_after_fault: Option<Instant>,
 }
 
+/// A write queued to be judged: `bytes` as forwarded, and the fault's note when they carry it.
+struct Queued {
+    id: usize,
+    from: Peer,
+    bytes: Vec<u8>,
+    fault: Option<(String, bool)>,
+}
+
 pub struct Recorder {
     checker: Checker,
+    queued: VecDeque<Queued>,
     capture: Option<Box<dyn Write + Send>>,
     capture_error: Option<String>,
     packets: u64,
@@ -98,6 +112,7 @@ impl Recorder {
     ) -> Self {
         let mut r = Recorder {
             checker: Checker::new(vec![CAPTURE_SERVER_PORT], max_body),
+            queued: VecDeque::new(),
             capture,
             capture_error: None,
             packets: 0,
@@ -138,6 +153,7 @@ impl Recorder {
 
     /// A connection accepted and connected upstream: its number, and its three-way handshake.
     pub fn open(&mut self, note: String) -> usize {
+        self.judge_queued();
         let id = self.next_id;
         self.next_id += 1;
         let i = id as u32;
@@ -177,34 +193,46 @@ impl Recorder {
         id
     }
 
-    /// `bytes` that `from` wrote: what to forward (faulted, if the fault is on this
-    /// connection and direction), recorded and judged as forwarded.
-    pub fn forward(&mut self, id: usize, from: Peer, bytes: &[u8]) -> Forward {
-        let mut out = match self.open.get_mut(&id).and_then(|c| c.tamper.as_mut()) {
-            Some(t) => t.pass(from, bytes),
-            None => Forward {
+    /// `bytes` that `from` wrote, queued to be judged as forwarded: what to forward instead when
+    /// the fault is on this connection (`None`: `bytes` as read).
+    pub fn forward(&mut self, id: usize, from: Peer, bytes: &[u8]) -> Option<Forward> {
+        let Some(tamper) = self.open.get_mut(&id).and_then(|c| c.tamper.as_mut()) else {
+            self.queued.push_back(Queued {
+                id,
+                from,
                 bytes: bytes.to_vec(),
-                close: false,
-                note: None,
-            },
+                fault: None,
+            });
+            return None;
         };
-        if let Some(note) = out.note.take() {
-            // The fault's own bytes are not an answer after it.
-            self.data(id, from, &out.bytes);
-            self.faults_applied += 1;
-            if let Some(c) = self.open.get_mut(&id) {
-                c.faulted = Some((Instant::now(), out.close));
-                c.log.push(Dir::Note, note.clone());
+        let mut out = tamper.pass(from, bytes);
+        self.queued.push_back(Queued {
+            id,
+            from,
+            bytes: out.bytes.clone(),
+            fault: out.note.take().map(|note| (note, out.close)),
+        });
+        Some(out)
+    }
+
+    /// Judges the writes queued, in their order.
+    fn judge_queued(&mut self) {
+        while let Some(q) = self.queued.pop_front() {
+            // The fault's own bytes are not an answer after it: judged before it is marked.
+            self.data(q.id, q.from, &q.bytes);
+            if let Some((note, close)) = q.fault {
+                self.faults_applied += 1;
+                if let Some(c) = self.open.get_mut(&q.id) {
+                    c.faulted = Some((Instant::now(), close));
+                    c.log.push(Dir::Note, note);
+                }
             }
-            out.note = Some(note);
-            return out;
         }
-        self.data(id, from, &out.bytes);
-        out
     }
 
     /// The client closed its side of connection `id` (the proxy did not).
     pub fn client_closed(&mut self, id: usize) {
+        self.judge_queued();
         if let Some(c) = self.open.get_mut(&id) {
             c.client_closed.get_or_insert_with(Instant::now);
         }
@@ -233,8 +261,10 @@ impl Recorder {
         }
     }
 
-    /// The bytes of `from` last given to `data` have all been written to the other end.
+    /// The bytes of `from` last given to [`Recorder::forward`] have all been written to the other
+    /// end: judged now.
     pub fn delivered(&mut self, id: usize, from: Peer) {
+        self.judge_queued();
         if let Some(c) = self.open.get_mut(&id) {
             c.last[from.index()] = Some(Instant::now());
         }
@@ -242,6 +272,7 @@ impl Recorder {
 
     /// A line in the connection's wire log (what the proxy did or saw).
     pub fn note(&mut self, id: usize, dir: Dir, text: String) {
+        self.judge_queued();
         if let Some(c) = self.open.get_mut(&id) {
             c.log.push(dir, text);
         }
@@ -251,6 +282,7 @@ impl Recorder {
     /// reset, or by the proxy itself at a limit or at its end; what was cut is not judged as a
     /// frame left unfinished).
     pub fn end(&mut self, id: usize, from: Peer, reset: bool) {
+        self.judge_queued();
         let Some(c) = self.open.get_mut(&id) else {
             return;
         };
@@ -324,6 +356,7 @@ impl Recorder {
 
     /// Every connection still open is cut, then summarised.
     pub fn finish(&mut self) {
+        self.judge_queued();
         let mut ids: Vec<usize> = self.open.keys().copied().collect();
         ids.sort();
         for id in ids {
