@@ -180,7 +180,11 @@ def names_version(reported, version):
 
 
 def version_key(version):
-    return [int(p) if p.isdigit() else p for p in re.split(r"[.\-+]", version.lstrip("v"))]
+    """Oldest first: by the release's numbers, a pre-release of it (v2.0.0-rc1, 4.0-beta4, a Go
+    pseudo-version's timestamp) before the release itself."""
+    core, _, pre = version.lstrip("v").partition("-")
+    numbers = [int(p) if p.isdigit() else 0 for p in re.split(r"[.+]", core)]
+    return numbers, 0 if pre else 1, pre
 
 
 def reproduced(bug, reproductions):
@@ -296,6 +300,9 @@ def self_test():
     assert not shown_fixed(bug, [("X-1", "1.0", "", run("RECV-4")), ("X-1", "2.0", "", run("RECV-4"))])
     assert not shown_fixed(bug, [("X-1", "1.0", "", run("LZ4-3")), ("X-1", "2.0", "", run())]), \
         "a failure of another rule counted as the bug"
+    assert sorted(["4.0.19", "4.0-rc1", "4.0-beta4", "4.0-beta3", "v2.0.0", "v2.0.0-rc1"],
+                  key=version_key) == ["v2.0.0-rc1", "v2.0.0", "4.0-beta3", "4.0-beta4",
+                                       "4.0-rc1", "4.0.19"], "releases out of order"
     assert names_version(["cdrs-tokio 9.0.1 with cassandra-protocol 4.0.0"], "9.0.1")
     assert not names_version(["cdrs-tokio 9.0.1 with cassandra-protocol 4.0.0"], "9.0.2")
     assert not names_version([], "5.0.2") and names_version(["v2.1.0"], "v2.1.0")
