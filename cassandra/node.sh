@@ -6,7 +6,10 @@
 #                                its Java (cassandra/jdk.sh); with crc32c (5.0 only) build the
 #                                extension
 #   node_start DIR PORT STORAGE  start one node, data and logs under DIR, wait for its native
-#                                port; fails unless the node reports the release pinned
+#                                port; fails unless the node reports the release pinned; with
+#                                node_authenticator=PasswordAuthenticator set, the node asks
+#                                clients for credentials and also waits until its default
+#                                superuser (cassandra/cassandra) exists
 #   node_stop                    TERM, then KILL after 30 s (also on exit, via node_cleanup)
 #   capture_start FILE PORT      dumpcap on lo (filter tcp port PORT) into FILE, ready for traffic
 #   capture_stop                 end the capture
@@ -21,6 +24,7 @@ node_pid=""
 capture_pid=""
 node_agent=()
 node_java=""
+node_authenticator=""
 
 port_busy() { ss -ltnH "sport = :$1" | grep -q .; }
 
@@ -49,11 +53,15 @@ node_start() {
     done
     rm -rf "$out"
     mkdir -p "$out/conf" "$out/log"
-    sed -e "s:@DATA@:$out:g" -e "s:@STORAGE_PORT@:$storage:g" -e "s:@NATIVE_PORT@:$port:g" \
-        "$root/cassandra/$cassandra_config" >"$out/conf/cassandra.yaml"
+    local edits=(-e "s:@DATA@:$out:g" -e "s:@STORAGE_PORT@:$storage:g" -e "s:@NATIVE_PORT@:$port:g")
+    [ -z "$node_authenticator" ] ||
+        edits+=(-e "s/^authenticator: .*/authenticator: $node_authenticator/")
+    sed "${edits[@]}" "$root/cassandra/$cassandra_config" >"$out/conf/cassandra.yaml"
     # One option per line; "--add-exports X" lines are two arguments.
     read -r -a jvm <<<"$(grep -hv '^#' "$root/cassandra/jvm.options" \
         "$root/cassandra/jvm$cassandra_java.options" | tr '\n' ' ')"
+    # The default superuser is otherwise created 10 s after startup.
+    [ -z "$node_authenticator" ] || jvm+=(-Dcassandra.superuser_setup_delay_ms=0)
     "$node_java" "${jvm[@]}" "${node_agent[@]}" \
         -Dcassandra.config="file://$out/conf/cassandra.yaml" \
         -Dcassandra.storagedir="$out" \
@@ -74,6 +82,14 @@ node_start() {
         sleep 0.5
     done
     port_busy "$port" || { echo "cassandra: the native port never opened" >&2; return 1; }
+    if [ -n "$node_authenticator" ]; then
+        for _ in $(seq 120); do
+            grep -q "Created default superuser role" "$out/log/system.log" && break
+            sleep 0.5
+        done
+        grep -q "Created default superuser role" "$out/log/system.log" ||
+            { echo "cassandra: the default superuser was never created" >&2; return 1; }
+    fi
     local running
     running=$(sed -n 's/.*Cassandra version: \([^ ]*\).*/\1/p' "$out/log/system.log" | head -1)
     echo "cassandra: Apache Cassandra $running on Java $cassandra_java ($node_java)"

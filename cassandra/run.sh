@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # The live-node test: Apache Cassandra from Maven Central on 127.0.0.1, probed and watched.
 #
-#   cassandra/run.sh [--extension crc32c]
+#   cassandra/run.sh [--extension crc32c | --auth]
 #       CASSANDRA_VERSION=5.0|4.1|4.0   the release series (default 5.0; the release of each is
 #                                       pinned in cassandra/versions.sh); the extension needs 5.0
 #       CQL_PORT=9042 STORAGE_PORT=17000 CQLFRAME_BIN=...   to override
+#
+# --auth: only the node with PasswordAuthenticator (data under build/cassandra-auth/, or
+# -4.0-auth, -4.1-auth) probed with probe.startup-auth, which must PASS: AUTHENTICATE unframed,
+# the SASL exchange of the default superuser cassandra/cassandra framed, then a framed QUERY.
+# Every other case needs a connection that STARTUP makes READY, so the other steps are left out.
 #
 # 1. fetches cassandra-all and its runtime dependencies (cassandra/fetch.sh; cached in .cache/)
 #    and, for 4.0 and 4.1, Java 11 (cassandra/jdk.sh); with --extension crc32c also builds the
@@ -36,6 +41,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 extension=""
+auth=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --extension)
@@ -43,12 +49,20 @@ while [ $# -gt 0 ]; do
             extension=crc32c
             shift 2
             ;;
+        --auth)
+            auth=auth
+            shift
+            ;;
         *)
-            echo "usage: [CASSANDRA_VERSION=5.0|4.1|4.0] cassandra/run.sh [--extension crc32c]" >&2
+            echo "usage: [CASSANDRA_VERSION=5.0|4.1|4.0] cassandra/run.sh [--extension crc32c | --auth]" >&2
             exit 2
             ;;
     esac
 done
+if [ -n "$extension" ] && [ -n "$auth" ]; then
+    echo "cassandra/run.sh: --auth probes the node as shipped, without --extension" >&2
+    exit 2
+fi
 port="${CQL_PORT:-9042}"
 storage="${STORAGE_PORT:-17000}"
 bin="${CQLFRAME_BIN:-$root/target/release/cqlframe}"
@@ -58,7 +72,7 @@ version_select "${CASSANDRA_VERSION:-5.0}"
 series=$cassandra_series
 out="$root/build/cassandra"
 [ "$series" = 5.0 ] || out+="-$series"
-out+="${extension:+-$extension}"
+out+="${extension:+-$extension}${auth:+-$auth}"
 # The series' known deviations: those of every series, then its own. The extension replaces
 # 5.0's LZ4 frame decoder, which four of 5.0's are of.
 deviations=(--deviations cassandra/deviations.toml)
@@ -89,6 +103,28 @@ finish() {
 }
 trap finish EXIT
 trap 'exit 130' INT TERM
+
+if [ -n "$auth" ]; then
+    step "fetch Apache Cassandra $cassandra_release (Maven Central) and its Java $cassandra_java, cached in .cache/"
+    node_prepare
+    if [ -z "${CQLFRAME_BIN:-}" ]; then
+        cargo build --release -q -p cqlframe-cli
+    fi
+    step "start Apache Cassandra $cassandra_release on 127.0.0.1:$port with PasswordAuthenticator"
+    node_authenticator=PasswordAuthenticator
+    node_start "$out" "$port" "$storage"
+    step "cqlframe probe 127.0.0.1:$port --cases probe.startup-auth"
+    "$bin" probe "127.0.0.1:$port" --cases probe.startup-auth \
+        --name "$name with PasswordAuthenticator" --report-dir "$out/probe"
+    python3 - "$out/probe/report.json" <<'PY'
+import json, sys
+outcomes = {r["case"]: r["outcome"] for r in json.load(open(sys.argv[1]))["results"]}
+assert outcomes.get("probe.startup-auth") == "PASS", f"--auth: probe.startup-auth {outcomes}"
+print("auth: probe.startup-auth PASS")
+PY
+    step "stop the node"
+    exit 0
+fi
 
 step "fetch Apache Cassandra $cassandra_release (Maven Central) and its Java $cassandra_java, cached in .cache/"
 node_prepare "$extension"

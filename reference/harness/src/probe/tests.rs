@@ -365,3 +365,87 @@ fn a_retired_version_refused_in_another_layout_or_version_fails() {
         }
     }
 }
+
+/// `probe.startup-auth` alone against the server on `port`: its outcome and checks.
+fn startup_auth_against(port: u16) -> (Outcome, Vec<crate::verdict::Check>) {
+    let wait = Duration::from_millis(500);
+    let target = format!("127.0.0.1:{port}");
+    let (_, results, _) = probe(
+        &target,
+        &["probe.startup-auth".to_string()],
+        wait,
+        wait,
+        |_, _, _| {},
+    );
+    let r = results
+        .into_iter()
+        .find(|r| r.case == "probe.startup-auth")
+        .expect("case run");
+    (r.outcome, r.checks)
+}
+
+// LIFE-4: the reference server with a PasswordAuthenticator frames the SASL exchange from the
+// AUTH_SUCCESS on, and one without authentication leaves the case nothing to check.
+#[test]
+fn the_reference_server_frames_the_sasl_exchange() {
+    for (script, want) in [("auth = true", Outcome::Pass), ("", Outcome::Informational)] {
+        let script: ServerScript = toml::from_str(script).expect("script");
+        let server = Server::start(script, 0).expect("server");
+        let (outcome, checks) = startup_auth_against(server.port);
+        server.stop(Duration::from_millis(10));
+        assert_eq!(outcome, want, "{checks:#?}");
+    }
+}
+
+// LIFE-4: a server that answers STARTUP with AUTHENTICATE but stays unframed until after
+// AUTH_SUCCESS (it reads the framed AUTH_RESPONSE as it comes and answers it unframed) fails.
+#[test]
+fn a_server_switching_after_auth_success_fails_life_4() {
+    use crate::verdict::Status;
+    use cqlframe::body;
+    use cqlframe::envelope::{envelope_bytes, EnvelopeHeader, Opcode};
+    use std::io::{Read, Write};
+    /// Reads one unframed request and answers it unframed with `opcode`, `body`.
+    fn answer(s: &mut std::net::TcpStream, opcode: Opcode, body: &[u8]) -> std::io::Result<()> {
+        let mut h = [0u8; 9];
+        s.read_exact(&mut h)?;
+        let h = EnvelopeHeader::parse(&h);
+        s.read_exact(&mut vec![0u8; h.length.max(0) as usize])?;
+        s.write_all(&envelope_bytes(0x85, 0, h.stream, opcode, body))
+    }
+    fn serve(mut s: std::net::TcpStream) -> std::io::Result<()> {
+        answer(
+            &mut s,
+            Opcode::Supported,
+            &body::string_multimap::<&str, &str>(&[]),
+        )?;
+        let authenticator = body::string("org.apache.cassandra.auth.PasswordAuthenticator");
+        answer(&mut s, Opcode::Authenticate, &authenticator)?;
+        // The framed AUTH_RESPONSE of the probe: its first bytes, read as an envelope.
+        s.read_exact(&mut [0u8; 9])?;
+        s.write_all(&envelope_bytes(
+            0x85,
+            0,
+            2,
+            Opcode::AuthSuccess,
+            &(-1i32).to_be_bytes(),
+        ))?;
+        std::thread::sleep(Duration::from_secs(1));
+        Ok(())
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for s in listener.incoming().flatten() {
+            std::thread::spawn(move || serve(s));
+        }
+    });
+    let (outcome, checks) = startup_auth_against(port);
+    assert_eq!(outcome, Outcome::Fail, "{checks:#?}");
+    assert!(
+        checks
+            .iter()
+            .any(|c| c.rule == "LIFE-4" && c.status == Status::Fail),
+        "{checks:#?}"
+    );
+}

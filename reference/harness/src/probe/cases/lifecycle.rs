@@ -1,5 +1,5 @@
-//! Connection lifecycle: OPTIONS and STARTUP, a STARTUP in a retired version, framing after a
-//! STARTUP refused, an unframed envelope after the switch.
+//! Connection lifecycle: OPTIONS and STARTUP, the SASL exchange after AUTHENTICATE, a STARTUP
+//! in a retired version, framing after a STARTUP refused, an unframed envelope after the switch.
 
 use super::injection::fault;
 use super::steps::{
@@ -19,6 +19,7 @@ use std::time::Duration;
 cases!(
     options,
     startup,
+    startup_auth,
     retired_version_v1,
     retired_version_v2,
     startup_error_framing,
@@ -129,6 +130,104 @@ fn startup(ctx: &mut Ctx, v: &mut Evidence) {
         }
     } else {
         v.fail("NEG-1", MUST, "no answer to a framed QUERY");
+    }
+    v.keep(p);
+}
+
+/// The SASL PLAIN response of Apache Cassandra's default superuser, cassandra/cassandra: an
+/// AUTH_RESPONSE body, the token as [bytes].
+fn plain_token() -> Vec<u8> {
+    let mut token = Vec::new();
+    body::put_bytes(&mut token, Some(b"\0cassandra\0cassandra"));
+    token
+}
+
+/// AUTHENTICATE is the response to STARTUP, so the switch comes right after it: the whole SASL
+/// exchange is framed, AUTH_SUCCESS included, not only what follows AUTH_SUCCESS.
+fn startup_auth(ctx: &mut Ctx, v: &mut Evidence) {
+    let Some(mut p) = connect(ctx, v, 5, "LIFE-4") else {
+        return;
+    };
+    match p.handshake(&[CQL]) {
+        Ok((h, _)) if h.opcode == Opcode::Authenticate as u8 => {
+            v.pass("LIFE-4", MUST, "AUTHENTICATE came unframed");
+        }
+        Ok((h, _)) if h.opcode == Opcode::Ready as u8 => {
+            v.informational =
+                Some("STARTUP answered with READY: the server does not authenticate".into());
+            v.keep(p);
+            return;
+        }
+        Ok((h, b)) => {
+            let e = error_text(&b);
+            v.fail(
+                "LIFE-4",
+                MUST,
+                format!("STARTUP answered with {} {e}", opcode_name(h.opcode)),
+            );
+            v.keep(p);
+            return;
+        }
+        Err(e) => {
+            v.fail("LIFE-4", MUST, format!("handshake: {e}"));
+            v.keep(p);
+            return;
+        }
+    }
+    let (s, e) = p.envelope(Opcode::AuthResponse, &plain_token());
+    p.send(&[&e]).ok();
+    match p.wait(s, true) {
+        Ok((h, _, framed)) if h.opcode == Opcode::AuthSuccess as u8 => {
+            v.check(
+                "LIFE-4",
+                MUST,
+                framed,
+                "AUTH_SUCCESS to the framed AUTH_RESPONSE came framed",
+            );
+        }
+        Ok((h, b, framed)) => {
+            v.check(
+                "LIFE-4",
+                MUST,
+                framed,
+                format!(
+                    "{} to the framed AUTH_RESPONSE came framed",
+                    opcode_name(h.opcode)
+                ),
+            );
+            v.informational = Some(format!(
+                "the PLAIN response cassandra/cassandra was answered with {} {}, not \
+                 AUTH_SUCCESS: nothing after the exchange to check",
+                opcode_name(h.opcode),
+                error_text(&b)
+            ));
+            v.keep(p);
+            return;
+        }
+        Err(e) => {
+            v.fail(
+                "LIFE-4",
+                MUST,
+                format!("no framed answer to the framed AUTH_RESPONSE: {e}"),
+            );
+            v.keep(p);
+            return;
+        }
+    }
+    let (s, e) = p.envelope(
+        Opcode::Query,
+        &query_body("SELECT release_version FROM system.local"),
+    );
+    p.send(&[&e]).ok();
+    match p.wait(s, true) {
+        Ok((h, _, framed)) if h.opcode == Opcode::Result as u8 => v.check(
+            "LIFE-4",
+            MUST,
+            framed,
+            "the QUERY after AUTH_SUCCESS was answered framed",
+        ),
+        Ok((h, _, _)) => v.wrong_answer("LIFE-4", "the QUERY after AUTH_SUCCESS", h.opcode),
+        Err(e) => v.fail("LIFE-4", MUST, format!("the QUERY after AUTH_SUCCESS: {e}")),
     }
     v.keep(p);
 }
