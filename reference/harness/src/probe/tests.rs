@@ -384,8 +384,9 @@ fn startup_auth_against(port: u16) -> (Outcome, Vec<crate::verdict::Check>) {
     (r.outcome, r.checks)
 }
 
-// LIFE-4: the reference server with a PasswordAuthenticator frames the SASL exchange from the
-// AUTH_SUCCESS on, and one without authentication leaves the case nothing to check.
+// LIFE-4: the reference server with a PasswordAuthenticator frames the whole SASL exchange (from
+// the AUTH_RESPONSE after AUTHENTICATE on), and one without authentication leaves the case
+// nothing to check.
 #[test]
 fn the_reference_server_frames_the_sasl_exchange() {
     for (script, want) in [("auth = true", Outcome::Pass), ("", Outcome::Informational)] {
