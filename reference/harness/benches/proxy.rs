@@ -75,53 +75,52 @@ fn bench(c: &mut Criterion) {
     let mut startup = 1u16.to_be_bytes().to_vec();
     startup.extend(string("CQL_VERSION"));
     startup.extend(string("3.0.0"));
-    let body = vec![0x5a; FRAME_CONTENT - 9];
-    let mut group = c.benchmark_group("proxy");
-    group.throughput(Throughput::Bytes(FRAME_CONTENT as u64 + 6 + 4));
-    group.sample_size(20);
     // Requests and their answers on 32 streams, made once: the loop measures the recorder.
-    let pairs: Vec<(Vec<u8>, Vec<u8>)> = (1..=32)
-        .map(|stream| {
-            let query = frame(&envelope_bytes(5, 0, stream, Opcode::Query, &[0; 20]));
-            let result = frame(&envelope_bytes(0x85, 0, stream, Opcode::Result, &body));
-            (query, result)
-        })
-        .collect();
-    group.bench_function("judge 128 KiB frames", |b| {
-        let (mut r, id) = framed(&startup);
-        let mut next = pairs.iter().cycle();
-        b.iter(|| {
-            let (query, result) = next.next().expect("cycles");
-            pass(&mut r, id, Peer::Client, query);
-            pass(&mut r, id, Peer::Server, result);
-        });
-        judged_clean(r);
-    });
+    let pairs =
+        |request: Opcode, request_body: &[u8], answer_body: &[u8]| -> Vec<(Vec<u8>, Vec<u8>)> {
+            (1..=32)
+                .map(|stream| {
+                    let query = frame(&envelope_bytes(5, 0, stream, request, request_body));
+                    let result = frame(&envelope_bytes(
+                        0x85,
+                        0,
+                        stream,
+                        Opcode::Result,
+                        answer_body,
+                    ));
+                    (query, result)
+                })
+                .collect()
+        };
+    let large = pairs(Opcode::Query, &[0; 20], &vec![0x5a; FRAME_CONTENT - 9]);
     // A 64-byte answer and its request, as cassandra/bench/e2e/proxy.sh reads them.
-    let small: Vec<(Vec<u8>, Vec<u8>)> = (1..=32)
-        .map(|stream| {
-            let query = frame(&envelope_bytes(5, 0, stream, Opcode::Execute, &[0; 40]));
-            let result = frame(&envelope_bytes(
-                0x85,
-                0,
-                stream,
-                Opcode::Result,
-                &[0x5a; 90],
-            ));
-            (query, result)
-        })
-        .collect();
-    group.throughput(Throughput::Elements(1));
-    group.bench_function("judge a small request and its answer", |b| {
-        let (mut r, id) = framed(&startup);
-        let mut next = small.iter().cycle();
-        b.iter(|| {
-            let (query, result) = next.next().expect("cycles");
-            pass(&mut r, id, Peer::Client, query);
-            pass(&mut r, id, Peer::Server, result);
+    let small = pairs(Opcode::Execute, &[0; 40], &[0x5a; 90]);
+    let mut group = c.benchmark_group("proxy");
+    group.sample_size(20);
+    for (name, throughput, traffic) in [
+        (
+            "judge 128 KiB frames",
+            Throughput::Bytes(FRAME_CONTENT as u64 + 6 + 4),
+            &large,
+        ),
+        (
+            "judge a small request and its answer",
+            Throughput::Elements(1),
+            &small,
+        ),
+    ] {
+        group.throughput(throughput);
+        group.bench_function(name, |b| {
+            let (mut r, id) = framed(&startup);
+            let mut next = traffic.iter().cycle();
+            b.iter(|| {
+                let (query, result) = next.next().expect("cycles");
+                pass(&mut r, id, Peer::Client, query);
+                pass(&mut r, id, Peer::Server, result);
+            });
+            judged_clean(r);
         });
-        judged_clean(r);
-    });
+    }
     group.finish();
 }
 

@@ -72,6 +72,9 @@ pub fn query_body(query: &str) -> Vec<u8> {
     crate::cql::messages::query_body(query, 5)
 }
 
+/// The smallest query every server answers with rows: the node's release.
+pub const LOCAL_QUERY: &str = "SELECT release_version FROM system.local";
+
 impl Probe {
     /// A new connection to `target`, whose judge knows what the node's `supported` multimap
     /// said (from another connection; empty: nothing known).
@@ -160,6 +163,13 @@ impl Probe {
         let s = self.next_stream;
         self.next_stream += 1;
         (s, envelope_bytes(self.version, self.flags, s, opcode, body))
+    }
+
+    /// Sends [`LOCAL_QUERY`] and waits for its answer (a refused send shows as no answer).
+    pub fn ask_local(&mut self) -> Result<(EnvelopeHeader, Vec<u8>, bool), Wait> {
+        let (s, e) = self.envelope(Opcode::Query, &query_body(LOCAL_QUERY));
+        self.send(&[&e]).ok();
+        self.wait(s, true)
     }
 
     /// Sends envelopes the way a conforming client does (unframed before the switch).

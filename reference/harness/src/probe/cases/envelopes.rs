@@ -2,7 +2,6 @@
 
 use super::injection::fault;
 use super::steps::{connect, no_switch, ready, Ctx, Evidence, CQL, MUST};
-use crate::probe::client::query_body;
 use crate::wire_log::Dir;
 use cqlframe::body;
 use cqlframe::envelope::{envelope_bytes, Opcode, FLAG_USE_BETA};
@@ -16,12 +15,7 @@ fn v6_beta(ctx: &mut Ctx, v: &mut Evidence) {
     let Some(mut p) = ready(ctx, v, 6, &[CQL], "ENV-5") else {
         return;
     };
-    let (s, e) = p.envelope(
-        Opcode::Query,
-        &query_body("SELECT release_version FROM system.local"),
-    );
-    p.send(&[&e]).ok();
-    match p.wait(s, true) {
+    match p.ask_local() {
         Ok((h, _, framed)) => {
             v.check("LIFE-2", MUST, framed, "v6-beta is framed after the switch");
             v.check(

@@ -6,7 +6,7 @@ use super::steps::{
     connect, error_text, hex, needs_lz4, no_switch, ready, supported_ok, Ctx, Evidence, CQL, LZ4,
     MUST,
 };
-use crate::probe::client::{decode_as, query_body};
+use crate::probe::client::decode_as;
 use crate::wire_log::Dir;
 use cqlframe::body;
 use cqlframe::checksum::PayloadChecksum;
@@ -112,12 +112,7 @@ fn startup(ctx: &mut Ctx, v: &mut Evidence) {
         "LIFE-5",
         "framed OPTIONS (uncompressed, CRC32)",
     );
-    let (s, e) = p.envelope(
-        Opcode::Query,
-        &query_body("SELECT release_version FROM system.local"),
-    );
-    p.send(&[&e]).ok();
-    if let Ok((h, b, _)) = p.wait(s, true) {
+    if let Ok((h, b, _)) = p.ask_local() {
         if h.opcode == Opcode::Result as u8 {
             ctx.release = release_version(&b);
             v.pass(
@@ -214,12 +209,7 @@ fn startup_auth(ctx: &mut Ctx, v: &mut Evidence) {
             return;
         }
     }
-    let (s, e) = p.envelope(
-        Opcode::Query,
-        &query_body("SELECT release_version FROM system.local"),
-    );
-    p.send(&[&e]).ok();
-    match p.wait(s, true) {
+    match p.ask_local() {
         Ok((h, _, framed)) if h.opcode == Opcode::Result as u8 => v.check(
             "LIFE-4",
             MUST,

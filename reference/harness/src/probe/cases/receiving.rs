@@ -7,7 +7,7 @@ use super::steps::{
     Ctx, Evidence, CQL, MUST,
 };
 use crate::fault_builder::{after_first, flip, serialise};
-use crate::probe::client::query_body;
+use crate::probe::client::{query_body, LOCAL_QUERY};
 use crate::verdict::Status;
 use crate::wire_log::Dir;
 use cqlframe::body;
@@ -43,10 +43,7 @@ fn pack(ctx: &mut Ctx, v: &mut Evidence) {
         let (s, e) = if i % 2 == 0 {
             p.envelope(Opcode::Options, &[])
         } else {
-            p.envelope(
-                Opcode::Query,
-                &query_body("SELECT release_version FROM system.local"),
-            )
+            p.envelope(Opcode::Query, &query_body(LOCAL_QUERY))
         };
         streams.push(s);
         content.extend_from_slice(&e);
@@ -145,10 +142,7 @@ fn chopped(ctx: &mut Ctx, v: &mut Evidence) {
         return;
     };
     let (s1, e1) = p.envelope(Opcode::Options, &[]);
-    let (s2, e2) = p.envelope(
-        Opcode::Query,
-        &query_body("SELECT release_version FROM system.local"),
-    );
+    let (s2, e2) = p.envelope(Opcode::Query, &query_body(LOCAL_QUERY));
     let mut content = e1.clone();
     content.extend_from_slice(&e2);
     let frame = p.frame(&content, true);
