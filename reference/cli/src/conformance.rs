@@ -175,7 +175,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 .cases
                 .iter()
                 .filter(|c| !l.quick || c.quick)
-                .filter(|c| l.bug.as_ref().is_none_or(|b| c.bugs.contains(b)))
+                .filter(|c| l.bug.as_deref().is_none_or(|b| c.cites(b)))
                 .collect();
             if l.json {
                 let doc = serde_json::json!({

@@ -58,6 +58,16 @@ impl fmt::Display for Negotiated {
 pub const FIRST_FRAMED_VERSION: u8 = 5;
 /// Protocol version carried only with USE_BETA (ENV-5).
 pub const BETA_VERSION: u8 = 6;
+
+/// The flags every envelope of `version` carries: USE_BETA on the beta version (ENV-5), none on
+/// the others.
+pub const fn version_flags(version: u8) -> u8 {
+    if version == BETA_VERSION {
+        FLAG_USE_BETA
+    } else {
+        0
+    }
+}
 /// Protocol versions a client may probe with that this reference does not speak: the retired v1
 /// and v2 (with their 8-byte envelope header), v7 (the next version, which a client newer than
 /// the server tries first) and DSE_V1 / DSE_V2 (`0x41`, `0x42`), which drivers try first when
@@ -442,11 +452,7 @@ impl Connection {
 
     fn protocol_error(&mut self, version: u8, stream: i16, error: &FramingError) -> Vec<u8> {
         let message = format!("{} ({} at byte {})", error.kind, error.rule(), error.offset);
-        let flags = if version == BETA_VERSION {
-            FLAG_USE_BETA
-        } else {
-            0
-        };
+        let flags = version_flags(version);
         let envelope = crate::envelope::envelope_bytes(
             version | RESPONSE_BIT,
             flags,

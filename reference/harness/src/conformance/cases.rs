@@ -424,6 +424,11 @@ impl FaultKind {
 }
 
 impl Case {
+    /// Whether the case catches `bug` (an id of conformance/bugs.toml).
+    pub fn cites(&self, bug: &str) -> bool {
+        self.bugs.iter().any(|b| b == bug)
+    }
+
     pub fn needs_framing(&self) -> bool {
         self.needs_framing
             .unwrap_or(self.client.protocol != "4" && self.server.max_version >= 5)
@@ -466,9 +471,7 @@ pub fn listing<'a>(cases: impl IntoIterator<Item = &'a Case>) -> String {
 
 /// The cases that cite `bug` (an id of conformance/bugs.toml): those a reproduction runs.
 pub fn citing<'a>(cases: &'a [Case], bug: &'a str) -> impl Iterator<Item = &'a Case> {
-    cases
-        .iter()
-        .filter(move |c| c.bugs.iter().any(|b| b == bug))
+    cases.iter().filter(move |c| c.cites(bug))
 }
 
 /// A catalogue from its TOML text, its cases grouped by spec section (in the file's order within

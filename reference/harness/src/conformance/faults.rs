@@ -5,7 +5,8 @@ use super::cases::{Fault, FaultKind};
 use super::layout::Layout;
 use crate::fault_builder::{after_first, flip, reseal, serialise, OutFrame};
 use crate::lz4_by_hand::{lz4_block_frame, one_match_block};
-use cqlframe::envelope::{FLAG_USE_BETA, RESPONSE_BIT};
+use cqlframe::connection::version_flags;
+use cqlframe::envelope::RESPONSE_BIT;
 use cqlframe::format::{Format, MAX_PAYLOAD};
 
 /// The bytes of a faulty response, and what happened.
@@ -23,10 +24,9 @@ pub struct NotApplicable(pub String);
 /// unused. An overshooting sequence carries it, and so does the unpaired response before READY.
 /// On v6-beta it has USE_BETA, so that a receiver has nothing to refuse it for but its stream.
 pub fn stray_envelope(version_byte: u8) -> Vec<u8> {
-    let beta = version_byte & !RESPONSE_BIT == 6;
     cqlframe::envelope::envelope_bytes(
         version_byte,
-        if beta { FLAG_USE_BETA } else { 0 },
+        version_flags(version_byte & !RESPONSE_BIT),
         0x7ff0,
         cqlframe::envelope::Opcode::Result,
         &1i32.to_be_bytes(),
@@ -36,10 +36,9 @@ pub fn stray_envelope(version_byte: u8) -> Vec<u8> {
 /// The header of an unframed READY on `stream` whose body length is -2: a receiver cannot tell
 /// where the next envelope begins (ENV-3), so no body follows it.
 pub fn negative_length_header(version_byte: u8, stream: i16) -> Vec<u8> {
-    let beta = version_byte & !RESPONSE_BIT == 6;
     let mut header = cqlframe::envelope::envelope_bytes(
         version_byte,
-        if beta { FLAG_USE_BETA } else { 0 },
+        version_flags(version_byte & !RESPONSE_BIT),
         stream,
         cqlframe::envelope::Opcode::Ready,
         &[],

@@ -5,9 +5,9 @@
 
 use crate::cql::{database, messages};
 use cqlframe::body;
-use cqlframe::connection::{Connection, ConnectionEvent, Role};
+use cqlframe::connection::{version_flags, Connection, ConnectionEvent, Role};
 use cqlframe::encoder::SplitPolicy;
-use cqlframe::envelope::{envelope_bytes, EnvelopeHeader, Opcode, FLAG_USE_BETA};
+use cqlframe::envelope::{envelope_bytes, EnvelopeHeader, Opcode};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::io::{ErrorKind as IoKind, Read, Write};
@@ -216,7 +216,7 @@ fn workload(args: &ClientOptions) -> Outcome {
             stream,
             conn: Connection::new(Role::Client, 256 << 20, SplitPolicy::DRIVERS),
             version,
-            flags: if version == 6 { FLAG_USE_BETA } else { 0 },
+            flags: version_flags(version),
             inbox: VecDeque::new(),
             next_stream: 0,
             deadline: Duration::from_secs_f64(args.timeout),

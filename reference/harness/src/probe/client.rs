@@ -8,10 +8,10 @@ use crate::rules::{Direction, Judge, Tally};
 use crate::verdict::Check;
 use crate::wire_log::{Dir, Line};
 use cqlframe::body;
-use cqlframe::connection::{Connection, ConnectionEvent, Role};
+use cqlframe::connection::{version_flags, Connection, ConnectionEvent, Role};
 use cqlframe::decoder::{Decoder, Event};
 use cqlframe::encoder::{FrameEncoder, SplitPolicy};
-use cqlframe::envelope::{envelope_bytes, opcode_name, EnvelopeHeader, Opcode, FLAG_USE_BETA};
+use cqlframe::envelope::{envelope_bytes, opcode_name, EnvelopeHeader, Opcode};
 use cqlframe::format::{FrameSettings, MAX_PAYLOAD};
 use std::collections::VecDeque;
 use std::io::{ErrorKind as IoKind, Read, Write};
@@ -101,7 +101,7 @@ impl Probe {
             stream,
             conn: Connection::new(Role::Client, 256 << 20, SplitPolicy::DRIVERS),
             version,
-            flags: if version == 6 { FLAG_USE_BETA } else { 0 },
+            flags: version_flags(version),
             next_stream: 1,
             inbox: VecDeque::new(),
             log: Vec::new(),

@@ -92,8 +92,7 @@ pub struct Recorder {
     /// The node's bytes are delivered in pieces of this many bytes (0: as read).
     chop: usize,
     /// The frame fault, if any, and whether the driver's reaction to it is checked.
-    fault: Option<FaultSpec>,
-    expect_fault: bool,
+    pub fault: Option<(FaultSpec, bool)>,
     max_body: u32,
     /// Connections on which the fault was applied.
     pub faults_applied: usize,
@@ -122,8 +121,7 @@ impl Recorder {
             closed_not_kept: 0,
             reactions: Vec::new(),
             chop,
-            fault: fault.map(|(f, _)| f),
-            expect_fault: fault.is_some_and(|(_, e)| e),
+            fault,
             max_body,
             faults_applied: 0,
             closed_traffic: None,
@@ -168,6 +166,7 @@ impl Recorder {
         log.push(Dir::Note, note);
         let tamper = self
             .fault
+            .map(|(f, _)| f)
             .filter(|f| f.connection.is_none_or(|c| c == id))
             .map(|f| Tamper::new(f, self.max_body));
         self.open.insert(
@@ -196,23 +195,17 @@ impl Recorder {
     /// `bytes` that `from` wrote, queued to be judged as forwarded: what to forward instead when
     /// the fault is on this connection (`None`: `bytes` as read).
     pub fn forward(&mut self, id: usize, from: Peer, bytes: &[u8]) -> Option<Forward> {
-        let Some(tamper) = self.open.get_mut(&id).and_then(|c| c.tamper.as_mut()) else {
-            self.queued.push_back(Queued {
-                id,
-                from,
-                bytes: bytes.to_vec(),
-                fault: None,
-            });
-            return None;
-        };
-        let mut out = tamper.pass(from, bytes);
+        let tamper = self.open.get_mut(&id).and_then(|c| c.tamper.as_mut());
+        let mut out = tamper.map(|t| t.pass(from, bytes));
+        let fault = out.as_mut().and_then(|o| Some((o.note.take()?, o.close)));
+        let forwarded = out.as_ref().map_or(bytes, |o| &o.bytes[..]);
         self.queued.push_back(Queued {
             id,
             from,
-            bytes: out.bytes.clone(),
-            fault: out.note.take().map(|note| (note, out.close)),
+            bytes: forwarded.to_vec(),
+            fault,
         });
-        Some(out)
+        out
     }
 
     /// Judges the writes queued, in their order.
@@ -336,10 +329,12 @@ impl Recorder {
     /// must write nothing on the connection once later bytes of the node reached it, and give it
     /// up within [`REACT`] (a truncation too: it closed the node's side there).
     fn reacted(&mut self, id: usize, open: &Open) {
-        let expected = |f: &FaultSpec| self.expect_fault && f.from == Peer::Server;
-        let Some(fault) = self.fault.filter(expected) else {
+        let Some((fault, true)) = self.fault else {
             return;
         };
+        if fault.from != Peer::Server {
+            return;
+        }
         let Some((at, _)) = open.faulted else {
             return;
         };

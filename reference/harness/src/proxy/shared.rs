@@ -17,7 +17,6 @@ pub struct Shared {
     pub listen: SocketAddr,
     /// Delivery to the client in pieces of this many bytes (0: as read).
     pub chop: usize,
-    pub fault: Option<(super::FaultSpec, bool)>,
     pub stop: AtomicBool,
     /// Connections being served.
     pub open: AtomicUsize,

@@ -87,7 +87,7 @@ pub struct Tamper {
     /// The client's STARTUP asked for LZ4 (and the version it spoke).
     startup: Option<(bool, u8)>,
     envelopes: u64,
-    pub applied: bool,
+    applied: bool,
 }
 
 impl Tamper {

@@ -9,7 +9,7 @@ use crate::cql::messages;
 use crate::rules::{Direction, Judge};
 use crate::wire_log::Dir;
 use cqlframe::body;
-use cqlframe::connection::{Connection, ConnectionEvent};
+use cqlframe::connection::{version_flags, Connection, ConnectionEvent};
 use cqlframe::decoder::Decoder;
 use cqlframe::encoder::SplitPolicy;
 use cqlframe::envelope::{
@@ -365,8 +365,13 @@ impl Conn {
             return;
         };
         let version = self.version;
-        let flags = if version == 6 { FLAG_USE_BETA } else { 0 };
-        let envelope = envelope_bytes(version | RESPONSE_BIT, flags, h.stream, opcode, &reply);
+        let envelope = envelope_bytes(
+            version | RESPONSE_BIT,
+            version_flags(version),
+            h.stream,
+            opcode,
+            &reply,
+        );
         let what = match opcode {
             Opcode::Result => messages::describe_result(&reply),
             Opcode::Error => body::read_error(&reply)
