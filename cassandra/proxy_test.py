@@ -2,7 +2,8 @@
 
     python proxy_test.py PORT OUT_DIR     (the conformance Python adapter's venv)
 
-1. Clean: the proxy with --capture between the node and the bundled Python workload
+1. Clean: the proxy with --capture (and --spin 300: its thread polls a while before it sleeps)
+   between the node and the bundled Python workload
    (cassandra/workload.py, without and with LZ4) and the Python and Java drivers as
    cassandra/interop.py drives them (`drive PORT plain`). Every workload succeeds; the proxy
    exits 0 with no MUST violation and no reaction, and no SHOULD finding but the one the suite
@@ -11,7 +12,8 @@
 2. `--fault chop=1`: the node's bytes reach the client one byte per read. The Python driver's
    header-split bug (conformance/RESULTS.md, recv.chop-*: FAIL RECV-4) shows as a failed
    connect and a RECV-4 reaction; the proxy exits 1. The Java driver, which takes every split,
-   connects with no finding and no reaction. Again check's verdict on the capture equals the
+   connects with no finding and no reaction (the proxy spinning, --spin 300, as in step 1).
+   Again check's verdict on the capture equals the
    proxy's judge.
 3. Every frame fault of the catalogue (`cqlframe conformance list --json`) on the Python
    workload's data connection: applied once to a real response of the node, found by the judge
@@ -80,7 +82,7 @@ def main() -> int:
 
     # 1. Clean runs.
     started = time.time()
-    proxy, via, _ = start(port, out, "proxy-clean")
+    proxy, via, _ = start(port, out, "proxy-clean", "--spin", "300")
     for compression in ("none", "lz4"):
         subprocess.run([PYTHON, str(ROOT / "cassandra/workload.py"), str(via), compression], check=True,
                        stdout=subprocess.DEVNULL)
@@ -119,7 +121,7 @@ def main() -> int:
           f"{len(report['reactions'])} RECV-4 reactions, exit 1 ({time.time() - started:.0f} s)")
 
     started = time.time()
-    proxy, via, _ = start(port, out, "proxy-chop1-java", "--fault", "chop=1")
+    proxy, via, _ = start(port, out, "proxy-chop1-java", "--fault", "chop=1", "--spin", "300")
     java = subprocess.run([str(ROOT / "conformance/drivers/java/run"), "--host", "127.0.0.1", "--port", str(via),
                            "--case", "proxy.chop-1", "--action", "connect", "--compression", "none",
                            "--checksum", "default", "--protocol", "default", "--timeout", "60"],

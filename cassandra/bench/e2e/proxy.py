@@ -2,18 +2,20 @@
 
     python3 proxy.py PORT NODE_PID OUT [--smoke] [--repeats N] [--seconds S]
 
-Starts `cqlframe proxy` in front of the node (every byte of both directions judged as it flows,
-no capture) and, beside it, socat as a bare TCP relay (bytes forwarded, nothing read into them:
-the cost of the extra socket hop alone), writes a small blob (read_load.py setup), then per
-repeat runs the end-to-end benchmark's clients, the Python driver (read_load.py) and the Java
-driver (ReadLoad.java), each with three sessions side by side in the same run: `plain` straight
-to the node, `relay` through socat and `proxy` through the proxy, the driver as released in all.
+Starts `cqlframe proxy` in front of the node twice (every byte of both directions judged as it
+flows, no capture): as it starts by default, and with `--spin` (its thread polls without sleeping
+for SPIN microseconds after bytes moved); beside them socat as a bare TCP relay (bytes
+forwarded, nothing read into them: the cost of the extra socket hop alone). It writes a small
+blob (read_load.py setup), then per repeat runs the end-to-end benchmark's clients, the Python
+driver (read_load.py) and the Java driver (ReadLoad.java), each with four sessions side by side
+in the same run: `plain` straight to the node, `relay` through socat, `proxy` and `spin` through
+the two proxies, the driver as released in all.
 Every cell (compression x requests in flight) runs the sessions one after the other, their order
 rotating from cell to cell and from repeat to repeat, closed-loop on a prepared
 `SELECT v FROM e2e.blobs WHERE k = ?` as the end-to-end benchmark does. From their JSON lines:
-p50 and p99 of each, and what the relay and the proxy add over `plain` and the proxy over the
-relay, in microseconds, per repeat (the sessions of one client run) and the median of the
-repeats. The proxy must exit 0 (no MUST broken) having judged the proxy sessions' connections.
+p50 and p99 of each, and what the relay and the proxies add over `plain` and the proxies over
+the relay, in microseconds, per repeat (the sessions of one client run) and the median of the
+repeats. Each proxy must exit 0 (no MUST broken) having judged its sessions' connections.
 Prints the table, writes OUT/proxy.md and OUT/proxy.json.
 """
 
@@ -41,12 +43,16 @@ CQLFRAME = os.environ.get("CQLFRAME_BIN", str(ROOT / "target/release/cqlframe"))
 BLOB = 64
 IN_FLIGHT = [1, 8]
 COMPRESSIONS = ["none", "lz4"]
-VARIANTS = ["plain", "relay", "proxy"]
+VARIANTS = ["plain", "relay", "proxy", "spin"]
+# The proxies' sessions: their --spin, in microseconds.
+PROXIES = {"proxy": 0, "spin": 300}
 
 
-def start_proxy(port: int, out: Path) -> tuple[subprocess.Popen, int]:
+def start_proxy(port: int, out: Path, spin: int = 0) -> tuple[subprocess.Popen, int]:
+    """`out` receives the proxy's reports and its output (proxy.txt)."""
+    out.mkdir(parents=True, exist_ok=True)
     proxy = subprocess.Popen([CQLFRAME, "proxy", "--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{port}",
-                              "--report-dir", str(out / "proxy"), "--quiet"],
+                              "--report-dir", str(out), "--quiet"] + (["--spin", str(spin)] if spin else []),
                              stdout=open(out / "proxy.txt", "w"), stderr=subprocess.PIPE, text=True)
     listening = proxy.stderr.readline()
     return proxy, int(listening.split(",")[0].rsplit(":", 1)[-1])
@@ -76,12 +82,13 @@ def table(lines: list[dict], env: dict, o: argparse.Namespace) -> str:
     out = [f"Relay: {env['relay']}.", f"CPU: {env['cpu']}; load at the start: `{env['uptime_start']}`; at the end: `{env['uptime_end']}`",
            f"{o.repeats} repeats of {o.seconds} s windows per session (after {o.warmup} s of warm-up), at most "
            f"{o.max_requests} requests each; {BLOB}-byte blob; {env['elapsed_s']:.0f} s in all.", "",
-           "Each cell: median of the repeats; +relay = relay - plain, +proxy = proxy - plain, proxy - relay: of the "
-           "same client run, median (lowest, highest) over the repeats.", "",
-           "| driver | compression | in flight | p50 us plain / relay / proxy | p50 +relay us | p50 +proxy us "
-           "| p50 proxy - relay us | p99 us plain / relay / proxy | p99 +relay us | p99 +proxy us "
-           "| req/s plain / relay / proxy |",
-           "|---|---|---:|---|---|---|---|---|---|---|---|"]
+           f"`proxy`: `cqlframe proxy` as it starts by default; `spin`: with `--spin {PROXIES['spin']}`.", "",
+           "Each cell: median of the repeats; +relay = relay - plain, +proxy = proxy - plain, +spin = spin - plain: "
+           "of the same client run, median (lowest, highest) over the repeats.", "",
+           "| driver | compression | in flight | p50 us plain / relay / proxy / spin | p50 +relay us | p50 +proxy us "
+           "| p50 +spin us | p99 us plain / relay / proxy / spin | p99 +relay us | p99 +proxy us | p99 +spin us "
+           "| req/s plain / relay / proxy / spin |",
+           "|---|---|---:|---|---|---|---|---|---|---|---|---|"]
     for (driver, compression, n), repeats in sorted(cells.items()):
         runs = list(repeats.values())
 
@@ -95,8 +102,8 @@ def table(lines: list[dict], env: dict, o: argparse.Namespace) -> str:
         rps = " / ".join(f"{statistics.median(r[v]['requests'] / r[v]['seconds'] for r in runs):.0f}"
                          for v in VARIANTS)
         out.append(f"| {driver} | {compression} | {n} | {med('p50_us')} | {added('p50_us', 'relay')} "
-                   f"| {added('p50_us', 'proxy')} | {added('p50_us', 'proxy', 'relay')} | {med('p99_us')} "
-                   f"| {added('p99_us', 'relay')} | {added('p99_us', 'proxy')} | {rps} |")
+                   f"| {added('p50_us', 'proxy')} | {added('p50_us', 'spin')} | {med('p99_us')} "
+                   f"| {added('p99_us', 'relay')} | {added('p99_us', 'proxy')} | {added('p99_us', 'spin')} | {rps} |")
     return "\n".join(out) + "\n"
 
 
@@ -112,9 +119,9 @@ def main() -> int:
     setup = subprocess.run([str(PYTHON), str(HERE / "read_load.py"), "setup", str(o.port), str(BLOB)],
                            capture_output=True, text=True, check=True)
     sha = json.loads(setup.stdout)
-    proxy, via = start_proxy(o.port, o.out)
+    proxies = {name: start_proxy(o.port, o.out / name, spin) for name, spin in PROXIES.items()}
     relay, bare = start_relay(o.port)
-    extra = ("--via", f"proxy={via},relay={bare}")
+    extra = ("--via", ",".join([f"relay={bare}"] + [f"{name}={via}" for name, (_, via) in proxies.items()]))
     lines = []
     try:
         if not o.smoke:
@@ -130,26 +137,29 @@ def main() -> int:
     finally:
         relay.terminate()
         relay.wait(timeout=30)
-        proxy.send_signal(signal.SIGTERM)
-        _, err = proxy.communicate(timeout=120)
+        for proxy, _ in proxies.values():
+            proxy.send_signal(signal.SIGTERM)
+        errors = {name: proxy.communicate(timeout=120)[1] for name, (proxy, _) in proxies.items()}
     env["uptime_end"] = uptime()
     env["elapsed_s"] = time.monotonic() - started
-    report = json.loads((o.out / "proxy" / "report.json").read_text())
-    if proxy.returncode != 0 or report["totals"]["connections"] == 0:
-        print(err, file=sys.stderr)
-        print(f"proxy bench: the proxy exited {proxy.returncode} after {report['totals']['connections']} "
-              "connections", file=sys.stderr)
-        return 1
+    reports = {name: json.loads((o.out / name / "report.json").read_text()) for name in proxies}
+    for name, (proxy, _) in proxies.items():
+        if proxy.returncode != 0 or reports[name]["totals"]["connections"] == 0:
+            print(errors[name], file=sys.stderr)
+            print(f"proxy bench: {name}: the proxy exited {proxy.returncode} after "
+                  f"{reports[name]['totals']['connections']} connections", file=sys.stderr)
+            return 1
     missing = [(d, c, n, v) for d in DRIVERS for c in COMPRESSIONS for n in IN_FLIGHT for v in VARIANTS
                if sum((m["driver"], m["compression"], m["in_flight"], m["variant"]) == (d, c, n, v)
                       for m in lines) != o.repeats]
     if missing:
         print(f"proxy bench: missing cells: {missing}", file=sys.stderr)
         return 1
-    text = table(lines, env, o)
-    text += (f"\nThe proxy judged {report['totals']['connections']} connections "
-             f"({report['totals']['packets']} reads and writes, {report['totals']['bytes']} bytes): "
-             f"{report['totals']['violations']} MUST violations, {report['totals']['findings']} SHOULD findings.\n")
+    text = table(lines, env, o) + "\n"
+    for name, report in reports.items():
+        text += (f"The `{name}` proxy judged {report['totals']['connections']} connections "
+                 f"({report['totals']['packets']} reads and writes, {report['totals']['bytes']} bytes): "
+                 f"{report['totals']['violations']} MUST violations, {report['totals']['findings']} SHOULD findings.\n")
     print("\n" + text)
     (o.out / "proxy.md").write_text(text)
     (o.out / "proxy.json").write_text(json.dumps({"environment": env, "options": {

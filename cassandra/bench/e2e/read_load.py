@@ -10,9 +10,9 @@ number of requests in flight, per payload checksum, with the node's CPU time rea
 compress) with the released driver. `load` takes the options e2e.py gives both clients (the
 Java one, ReadLoad.java, the same) and opens one session per variant: `plain` the driver as released (CRC32), `crc32` and `crc32c`
 through conformance/drivers/python/frame_checksum.py asking for that checksum (CRC32 is not
-asked for, it is the default, but the frames go through the same codec as CRC32C); `proxy` and
-`relay` the driver as released through the port `--via` gives them (`cqlframe proxy` and a bare
-TCP relay, cassandra/bench/e2e/proxy.py). Each
+asked for, it is the default, but the frames go through the same codec as CRC32C); `proxy`,
+`spin` and `relay` the driver as released through the port `--via` gives them (`cqlframe proxy`
+without and with --spin, and a bare TCP relay, cassandra/bench/e2e/proxy.py). Each
 session first reads each size for `--client-warmup` seconds at 16 in flight (the Java client's
 JIT compiler does its work there, not in the first cells). Then for every size and number in
 flight it runs each variant in turn (in the order given, rotated from cell to cell): warm-up,
@@ -45,6 +45,7 @@ CONNECTION = {
     "crc32": with_frame_checksum(DefaultConnection, PayloadChecksum.CRC32),
     "crc32c": with_frame_checksum(DefaultConnection, PayloadChecksum.CRC32C),
     "proxy": DefaultConnection,
+    "spin": DefaultConnection,
     "relay": DefaultConnection,
 }
 

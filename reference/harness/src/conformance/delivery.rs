@@ -117,33 +117,53 @@ impl ClientSocket {
     /// closed, or `bound` passed.
     pub fn wait_read(&self, written: u64, bound: Duration) -> Boundary {
         let start = Instant::now();
-        let mut pause = Duration::from_micros(10);
-        let mut spins = 0;
+        let mut pause = Pause::default();
         loop {
-            match self.sample() {
-                Err(_) => return Boundary::Unobservable,
-                Ok(Sample::Closed) => return Boundary::Closed,
-                Ok(Sample::Open { received, unread }) => {
-                    if received >= written && unread == 0 {
-                        return Boundary::Confirmed;
-                    }
-                    if start.elapsed() >= bound {
-                        return Boundary::Unconfirmed {
-                            written,
-                            received,
-                            unread,
-                        };
-                    }
-                }
+            if let Some(b) = self.read_by(written, start, bound) {
+                return b;
             }
-            // A driver usually reads within microseconds: yield first, then sleep longer.
-            if spins < 50 {
-                spins += 1;
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(1));
+            pause.pause();
+        }
+    }
+
+    /// One look: whether the driver has read all `written` bytes, the socket closed or
+    /// `bound` has passed since `start` (`None`: not yet, wait on).
+    pub fn read_by(&self, written: u64, start: Instant, bound: Duration) -> Option<Boundary> {
+        match self.sample() {
+            Err(_) => Some(Boundary::Unobservable),
+            Ok(Sample::Closed) => Some(Boundary::Closed),
+            Ok(Sample::Open { received, unread }) if received >= written && unread == 0 => {
+                Some(Boundary::Confirmed)
             }
+            Ok(Sample::Open { received, unread }) => {
+                (start.elapsed() >= bound).then_some(Boundary::Unconfirmed {
+                    written,
+                    received,
+                    unread,
+                })
+            }
+        }
+    }
+}
+
+/// The wait between two looks at a driver's socket: a driver usually reads within
+/// microseconds, so yield first, then sleep longer and longer (up to a millisecond).
+#[derive(Default)]
+pub struct Pause {
+    yields: u32,
+    sleep: Duration,
+}
+
+impl Pause {
+    /// Waits once.
+    pub fn pause(&mut self) {
+        if self.yields < 50 {
+            self.yields += 1;
+            std::thread::yield_now();
+        } else {
+            self.sleep =
+                (self.sleep * 2).clamp(Duration::from_micros(10), Duration::from_millis(1));
+            std::thread::sleep(self.sleep);
         }
     }
 }

@@ -1,21 +1,31 @@
-//! One proxied connection: the client's bytes to the upstream node and the node's back, each
-//! write queued in the recorder before it is forwarded (so that the judge sees both directions
-//! in the order they went) and judged once it has been.
+//! One proxied connection, served by one thread: the client's bytes to the upstream node and the
+//! node's back, each read queued in the recorder before it is forwarded (so that the judge sees
+//! both directions in the order they went) and judged once it has been written.
+//!
+//! Both sockets are non-blocking and one loop moves both directions: a thread per direction
+//! costs a wake-up more per message on a small machine, and a single thread with blocking
+//! writes could deadlock against a peer that writes while it does not read. Each direction holds
+//! at most one read's bytes (a read of a direction waits until its last one is out), so memory
+//! stays bounded whatever the peers do.
 
 use super::shared::Shared;
-use crate::conformance::delivery::{self, Boundary, ClientSocket};
+use crate::conformance::delivery::{self, Boundary, ClientSocket, Pause};
 use crate::pcap::write::Peer;
 use crate::wire_log::Dir;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How often a blocked read looks at the proxy's stop flag and the idle limit.
+/// How long the loop sleeps at most when nothing moves: how often it looks at the proxy's stop
+/// flag and the idle limit.
 const TICK: Duration = Duration::from_millis(100);
 /// How long connecting to the upstream may take.
 const CONNECT: Duration = Duration::from_secs(5);
+/// The most one read takes from a socket.
+const READ: usize = 64 << 10;
 
 /// Serves one accepted client until both ends have closed, a peer failed, the connection went
 /// idle, or the proxy stops.
@@ -43,165 +53,305 @@ pub fn serve(shared: Arc<Shared>, client: TcpStream) {
     ));
     for s in [&client, &upstream] {
         let _ = s.set_nodelay(true);
-        let _ = s.set_read_timeout(Some(TICK));
-        let _ = s.set_write_timeout(Some(shared.limits.idle));
-    }
-    let started = Instant::now();
-    let activity = Arc::new(AtomicU64::new(0));
-    let (Ok(client2), Ok(upstream2)) = (client.try_clone(), upstream.try_clone()) else {
-        shared.recorder.lock().unwrap().end(id, Peer::Client, true);
-        return;
-    };
-    let watch = (shared.chop > 0).then(|| ClientSocket::of(&client));
-    let back = {
-        let (shared, activity) = (shared.clone(), activity.clone());
-        std::thread::spawn(move || {
-            let mut to_client = Delivery {
-                stream: client2,
-                chop: shared.chop,
-                watch,
-                written: 0,
-            };
-            pump(
-                &shared,
+        if s.set_nonblocking(true).is_err() {
+            let mut r = shared.recorder.lock().unwrap();
+            r.note(
                 id,
-                Peer::Server,
-                upstream2,
-                &mut to_client,
-                started,
-                &activity,
-            )
-        })
-    };
-    let mut to_upstream = Delivery {
-        stream: upstream,
-        chop: 0,
-        watch: None,
-        written: 0,
-    };
-    pump(
-        &shared,
+                Dir::Note,
+                "the sockets could not be made non-blocking".into(),
+            );
+            r.end(id, Peer::Client, true);
+            return;
+        }
+    }
+    let watch = (shared.chop > 0)
+        .then(|| ClientSocket::of(&client).ok())
+        .flatten();
+    let mut connection = Connection {
+        shared: &shared,
         id,
-        Peer::Client,
-        client,
-        &mut to_upstream,
-        started,
-        &activity,
-    );
-    let _ = back.join();
+        sockets: [client, upstream],
+        flows: [
+            Flow::new(Peer::Client, 0, None),
+            Flow::new(Peer::Server, shared.chop, watch),
+        ],
+        buf: vec![0u8; READ],
+        moved: Instant::now(),
+    };
+    connection.run();
+    shared.spinner.release(id);
 }
 
-/// Where one direction's bytes go: the other end's socket, in pieces of `chop` bytes when set
-/// (the client's reads then end where each piece ends, as the conformance server makes them:
-/// [`delivery`]).
-struct Delivery {
-    stream: TcpStream,
+/// One direction: the bytes last read from `from`, as forwarded, on their way to the other end.
+struct Flow {
+    from: Peer,
+    out: Vec<u8>,
+    /// How much of `out` is written.
+    sent: usize,
+    /// A truncation fault: `from`'s side ends in order once `out` is out.
+    close_after: bool,
+    /// Nothing more is read from `from` (it closed, or the connection is cut on this side).
+    done: bool,
+    /// Delivery in pieces of this many bytes (0: as read), each read by the client before the
+    /// next is written, as the conformance server makes them ([`delivery`]).
     chop: usize,
-    watch: Option<std::io::Result<ClientSocket>>,
+    watch: Option<ClientSocket>,
+    /// Bytes written to the other end in all.
     written: u64,
+    /// A piece is written and the client has not read it all yet: since when, and the wait.
+    confirming: Option<(Instant, Pause)>,
 }
 
-impl Delivery {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        let chop = if self.chop == 0 {
-            bytes.len().max(1)
-        } else {
-            self.chop
-        };
-        for piece in bytes.chunks(chop) {
-            self.stream.write_all(piece)?;
-            self.written += piece.len() as u64;
-            if let Some(Ok(socket)) = &self.watch {
-                match socket.wait_read(self.written, delivery::BOUND) {
-                    Boundary::Confirmed => {}
-                    // Unobservable or late: later pieces are not held back.
-                    _ => self.watch = None,
+impl Flow {
+    fn new(from: Peer, chop: usize, watch: Option<ClientSocket>) -> Flow {
+        Flow {
+            from,
+            out: Vec::new(),
+            sent: 0,
+            close_after: false,
+            done: false,
+            chop,
+            watch,
+            written: 0,
+            confirming: None,
+        }
+    }
+
+    fn pending(&self) -> bool {
+        self.sent < self.out.len()
+    }
+
+    /// Once the client has read the last piece, writes what the socket takes of the next;
+    /// whether any byte went.
+    fn write(&mut self, to: &mut TcpStream) -> std::io::Result<bool> {
+        if let Some((since, pause)) = &mut self.confirming {
+            let watch = self.watch.as_ref().expect("confirming only while watching");
+            match watch.read_by(self.written, *since, delivery::BOUND) {
+                None => {
+                    pause.pause();
+                    return Ok(false);
+                }
+                Some(Boundary::Confirmed) => self.confirming = None,
+                // Unobservable, closed or late: later pieces are not held back.
+                Some(_) => {
+                    self.confirming = None;
+                    self.watch = None;
                 }
             }
         }
-        Ok(())
+        if !self.pending() {
+            return Ok(false);
+        }
+        let end = match self.chop {
+            0 => self.out.len(),
+            chop => ((self.sent / chop + 1) * chop).min(self.out.len()),
+        };
+        match to.write(&self.out[self.sent..end]) {
+            Ok(n) => {
+                self.sent += n;
+                self.written += n as u64;
+                if self.sent == end && self.chop > 0 && self.watch.is_some() {
+                    self.confirming = Some((Instant::now(), Pause::default()));
+                }
+                Ok(n > 0)
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 
-/// Forwards what `from` writes on `source` until it closes or the connection ends.
-fn pump(
-    shared: &Shared,
+/// A connection cut before both sides closed: by a peer's failure, or by the proxy (with a
+/// note for the wire log).
+struct Cut {
+    by: Peer,
+    why: Option<String>,
+}
+
+struct Connection<'a> {
+    shared: &'a Shared,
     id: usize,
-    from: Peer,
-    mut source: TcpStream,
-    to: &mut Delivery,
-    started: Instant,
-    activity: &AtomicU64,
-) {
-    let mut buf = vec![0u8; 64 << 10];
-    let cut = |source: &TcpStream, to: &TcpStream, why: Option<String>, by: Peer| {
-        let mut r = shared.recorder.lock().unwrap();
-        if let Some(why) = why {
-            r.note(id, Dir::Note, why);
+    /// The client's socket, then the node's (indexed by [`Peer::index`]).
+    sockets: [TcpStream; 2],
+    /// What the client sends, then what the node sends.
+    flows: [Flow; 2],
+    buf: Vec<u8>,
+    /// When bytes last moved either way.
+    moved: Instant,
+}
+
+impl Connection<'_> {
+    fn run(&mut self) {
+        if let Err(Cut { by, why }) = self.relay() {
+            let mut r = self.shared.recorder.lock().unwrap();
+            if let Some(why) = why {
+                r.note(self.id, Dir::Note, why);
+            }
+            r.end(self.id, by, true);
+            drop(r);
+            for s in &self.sockets {
+                let _ = s.shutdown(Shutdown::Both);
+            }
         }
-        r.end(id, by, true);
-        drop(r);
-        let _ = source.shutdown(Shutdown::Both);
-        let _ = to.shutdown(Shutdown::Both);
-    };
-    loop {
-        if shared.stopping() {
-            return cut(
-                &source,
-                &to.stream,
-                Some("the proxy stops: connection closed".into()),
-                from,
+    }
+
+    /// Moves bytes until both sides have closed.
+    fn relay(&mut self) -> Result<(), Cut> {
+        loop {
+            if self.shared.stopping() {
+                let why = "the proxy stops: connection closed".to_string();
+                return Err(Cut {
+                    by: Peer::Client,
+                    why: Some(why),
+                });
+            }
+            let mut moved = false;
+            for i in 0..2 {
+                moved |= self.step(i)?;
+            }
+            if self.flows.iter().all(|f| f.done && !f.pending()) {
+                return Ok(());
+            }
+            if moved {
+                self.moved = Instant::now();
+                continue;
+            }
+            let idle = self.shared.limits.idle;
+            if self.moved.elapsed() >= idle {
+                let why = format!("nothing sent for {idle:?}: closed");
+                return Err(Cut {
+                    by: Peer::Client,
+                    why: Some(why),
+                });
+            }
+            self.wait();
+        }
+    }
+
+    /// One turn of flow `i`: write what it holds, read more once all is out (and write that at
+    /// once: the common case costs no wait). Whether a byte moved.
+    fn step(&mut self, i: usize) -> Result<bool, Cut> {
+        let flushed = self.flush(i)?;
+        let flow = &self.flows[i];
+        if flow.pending() || flow.confirming.is_some() || flow.done || !self.read(i)? {
+            return Ok(flushed);
+        }
+        self.flush(i)?;
+        Ok(true)
+    }
+
+    /// Writes what flow `i` holds; once all is out, the recorder judges it. Whether a byte went.
+    fn flush(&mut self, i: usize) -> Result<bool, Cut> {
+        let from = self.flows[i].from;
+        let (source, to) = (from.index(), from.other().index());
+        let flow = &mut self.flows[i];
+        if !flow.pending() && flow.confirming.is_none() {
+            return Ok(false);
+        }
+        let moved = flow.write(&mut self.sockets[to]).map_err(|_| Cut {
+            by: from.other(),
+            why: None,
+        })?;
+        if flow.pending() || flow.confirming.is_some() {
+            return Ok(moved);
+        }
+        flow.out.clear();
+        flow.sent = 0;
+        let mut r = self.shared.recorder.lock().unwrap();
+        r.delivered(self.id, from);
+        if flow.close_after {
+            // A truncation: the node's side ends in order there (FIN), as the conformance
+            // server ends it, so that the judge sees the cut (RECV-9).
+            r.note(
+                self.id,
+                Dir::Note,
+                "the fault closes the node's side".into(),
             );
+            r.end(self.id, from, false);
+            drop(r);
+            flow.done = true;
+            let _ = self.sockets[to].shutdown(Shutdown::Write);
+            let _ = self.sockets[source].shutdown(Shutdown::Both);
         }
-        match source.read(&mut buf) {
+        Ok(moved)
+    }
+
+    /// Reads once from flow `i`'s source into the flow, as the recorder forwards it. Whether
+    /// bytes came.
+    fn read(&mut self, i: usize) -> Result<bool, Cut> {
+        let from = self.flows[i].from;
+        let (source, to) = (from.index(), from.other().index());
+        match self.sockets[source].read(&mut self.buf) {
             Ok(0) => {
-                let mut r = shared.recorder.lock().unwrap();
+                let mut r = self.shared.recorder.lock().unwrap();
                 if from == Peer::Client {
-                    r.client_closed(id);
+                    r.client_closed(self.id);
                 }
-                r.end(id, from, false);
+                r.end(self.id, from, false);
                 drop(r);
-                let _ = to.stream.shutdown(Shutdown::Write);
-                return;
+                self.flows[i].done = true;
+                let _ = self.sockets[to].shutdown(Shutdown::Write);
+                Ok(false)
             }
             Ok(n) => {
-                activity.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
-                let out = shared.recorder.lock().unwrap().forward(id, from, &buf[..n]);
-                let (bytes, close) = match &out {
-                    Some(f) => (&f.bytes[..], f.close),
-                    None => (&buf[..n], false),
-                };
-                if to.write(bytes).is_err() {
-                    return cut(&source, &to.stream, None, from.other());
+                let read = &self.buf[..n];
+                let out = self
+                    .shared
+                    .recorder
+                    .lock()
+                    .unwrap()
+                    .forward(self.id, from, read);
+                let flow = &mut self.flows[i];
+                flow.close_after = out.as_ref().is_some_and(|f| f.close);
+                match out {
+                    Some(f) => flow.out.extend_from_slice(&f.bytes),
+                    None => flow.out.extend_from_slice(read),
                 }
-                shared.recorder.lock().unwrap().delivered(id, from);
-                if close {
-                    // A truncation: the node's side ends in order there (FIN), as the
-                    // conformance server ends it, so that the judge sees the cut (RECV-9).
-                    let mut r = shared.recorder.lock().unwrap();
-                    r.note(id, Dir::Note, "the fault closes the node's side".into());
-                    r.end(id, from, false);
-                    drop(r);
-                    let _ = to.stream.shutdown(Shutdown::Write);
-                    let _ = source.shutdown(Shutdown::Both);
-                    return;
-                }
+                Ok(true)
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                let quiet = started.elapsed().as_millis() as u64 - activity.load(Ordering::Relaxed);
-                if Duration::from_millis(quiet) >= shared.limits.idle {
-                    let idle = shared.limits.idle;
-                    let why = format!("nothing sent for {idle:?}: closed");
-                    return cut(&source, &to.stream, Some(why), from);
-                }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
+                Ok(false)
             }
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(_) => {
                 if from == Peer::Client {
-                    shared.recorder.lock().unwrap().client_closed(id);
+                    self.shared.recorder.lock().unwrap().client_closed(self.id);
                 }
-                return cut(&source, &to.stream, None, from);
+                Err(Cut {
+                    by: from,
+                    why: None,
+                })
             }
         }
+    }
+
+    /// Waits for the sockets to have something: spinning a while after bytes moved when the
+    /// proxy is asked to ([`super::Config::spin`]), then in poll(2).
+    fn wait(&mut self) {
+        let spin = self.shared.spin;
+        if !spin.is_zero() && self.moved.elapsed() < spin && self.shared.spinner.take(self.id) {
+            std::hint::spin_loop();
+            return;
+        }
+        self.shared.spinner.release(self.id);
+        if self.flows.iter().any(|f| f.confirming.is_some()) {
+            // The flow's pause already waited.
+            return;
+        }
+        let mut fds = self.sockets.each_ref().map(|s| libc::pollfd {
+            fd: s.as_raw_fd(),
+            events: 0,
+            revents: 0,
+        });
+        for f in &self.flows {
+            if f.pending() {
+                fds[f.from.other().index()].events |= libc::POLLOUT;
+            } else if !f.done {
+                fds[f.from.index()].events |= libc::POLLIN;
+            }
+        }
+        // SAFETY: `fds` is a valid array of two pollfd for the length given.
+        unsafe { libc::poll(fds.as_mut_ptr(), 2, TICK.as_millis() as libc::c_int) };
     }
 }

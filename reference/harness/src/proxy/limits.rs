@@ -4,8 +4,9 @@
 //! a note in its wire log.
 //!
 //! Memory: each open connection holds its two judges' envelope assembly (at most `max_body` per
-//! direction, grown only with bytes received), two 64 KiB read buffers, a wire log of at most
-//! [`LOG_LINES`](super::recorder::LOG_LINES) lines and two threads; the report keeps at most
+//! direction, grown only with bytes received), a 64 KiB read buffer, one read's bytes per
+//! direction on their way out (a direction is read again only once they are), a wire log of at
+//! most [`LOG_LINES`](super::recorder::LOG_LINES) lines and one thread; the report keeps at most
 //! [`KEPT_CONNECTIONS`](super::recorder::KEPT_CONNECTIONS) closed connections' summaries and
 //! [`KEPT_LOGS`](super::recorder::KEPT_LOGS) of their wire logs (a few MB at most). So
 //! the proxy holds at most about `connections × (2 × max_body + 1 MiB)`, with the defaults

@@ -49,6 +49,10 @@ pub struct Config {
     pub fault: Option<(FaultSpec, bool)>,
     /// Where the capture of every connection goes, if anywhere.
     pub capture: Option<Box<dyn Write + Send>>,
+    /// After bytes moved, a connection's thread looks at its sockets without sleeping for this
+    /// long (one connection at a time), so that an answer soon after its request is forwarded
+    /// without a wake-up: less latency for a CPU kept busy. Zero: it sleeps in poll(2) at once.
+    pub spin: Duration,
 }
 
 /// A running proxy.
@@ -115,6 +119,8 @@ impl Proxy {
             upstream_name: config.upstream,
             listen: local,
             chop: config.chop,
+            spin: config.spin,
+            spinner: Default::default(),
             stop: AtomicBool::new(false),
             open: AtomicUsize::new(0),
             refused: AtomicUsize::new(0),
@@ -131,7 +137,6 @@ impl Proxy {
                     }
                     Ok((stream, _)) => {
                         handles.retain(|h| !h.is_finished());
-                        let _ = stream.set_nonblocking(false);
                         s.open.fetch_add(1, Ordering::SeqCst);
                         let s2 = s.clone();
                         handles.push(std::thread::spawn(move || {

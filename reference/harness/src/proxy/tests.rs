@@ -79,7 +79,7 @@ fn start(
     limits: Limits,
     chop: usize,
 ) -> (Proxy, Shared, mpsc::Receiver<String>) {
-    start_with(upstream, limits, chop, None)
+    start_with(upstream, limits, chop, None, Duration::ZERO)
 }
 
 fn start_with(
@@ -87,6 +87,7 @@ fn start_with(
     limits: Limits,
     chop: usize,
     fault: Option<FaultSpec>,
+    spin: Duration,
 ) -> (Proxy, Shared, mpsc::Receiver<String>) {
     let capture = Shared::default();
     let (tx, rx) = mpsc::channel();
@@ -105,6 +106,7 @@ fn start_with(
         chop,
         fault: fault.map(|f| (f, false)),
         capture: Some(Box::new(capture.clone())),
+        spin,
     };
     (Proxy::start(config, sink).expect("proxy"), capture, rx)
 }
@@ -202,14 +204,20 @@ fn client(proxy: SocketAddr, bytes: &[u8]) -> Vec<u8> {
 }
 
 // JUDGE-1: the proxy's live verdict is the verdict of `cqlframe check` on its capture, on every
-// session of the vectors, valid and broken, forwarded byte for byte both ways.
+// session of the vectors, valid and broken, forwarded byte for byte both ways; sleeping in
+// poll(2) when nothing moves, and spinning a while first.
 #[test]
 fn sessions_are_forwarded_as_they_are_and_judged_as_check_judges_the_capture() {
     let mut broken = 0;
-    for (id, client_bytes, server_bytes) in sessions() {
+    let spins = [Duration::ZERO, Duration::from_micros(500)];
+    for ((id, client_bytes, server_bytes), spin) in sessions()
+        .into_iter()
+        .flat_map(|s| spins.map(|spin| (s.clone(), spin)))
+    {
+        let id = format!("{id}, spin {spin:?}");
         let (tx, got) = mpsc::channel();
         let upstream = node(server_bytes.clone(), tx);
-        let (proxy, capture, live) = start(upstream, Limits::DEFAULT, 0);
+        let (proxy, capture, live) = start_with(upstream, Limits::DEFAULT, 0, None, spin);
         let answer = client(proxy.local, &client_bytes);
         assert_eq!(
             answer, server_bytes,
@@ -231,7 +239,40 @@ fn sessions_are_forwarded_as_they_are_and_judged_as_check_judges_the_capture() {
         );
         broken += usize::from(!summary.rules.is_empty());
     }
-    assert!(broken > 10, "the sessions break rules: {broken}");
+    assert!(broken > 20, "the sessions break rules: {broken}");
+}
+
+/// A client that writes 8 MiB before it reads, against a node that writes 8 MiB before it
+/// reads: both socket buffers fill, and a proxy that blocked on either write would never
+/// read the other way.
+#[test]
+fn peers_that_write_before_they_read_are_both_served() {
+    const SIZE: usize = 8 << 20;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream = listener.local_addr().unwrap();
+    let node = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.write_all(&vec![0x55; SIZE]).unwrap();
+        s.shutdown(Shutdown::Write).unwrap();
+        let mut read = Vec::new();
+        s.read_to_end(&mut read).unwrap();
+        read.len()
+    });
+    let (proxy, _, _) = start(upstream, Limits::DEFAULT, 0);
+    let mut s = TcpStream::connect(proxy.local).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(&vec![0xaa; SIZE]).unwrap();
+    s.shutdown(Shutdown::Write).unwrap();
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).unwrap();
+    assert_eq!(got.len(), SIZE, "the client gets all the node wrote");
+    assert_eq!(
+        node.join().unwrap(),
+        SIZE,
+        "the node gets all the client wrote"
+    );
+    let outcome = proxy.stop();
+    assert_eq!(outcome.connections.len(), 1);
 }
 
 #[test]
@@ -330,6 +371,12 @@ fn an_idle_connection_is_closed_and_a_reset_takes_down_only_its_own() {
 
 #[test]
 fn chopped_delivery_gives_the_client_reads_of_at_most_n_bytes() {
+    for spin in [Duration::ZERO, Duration::from_micros(500)] {
+        chopped_delivery(spin);
+    }
+}
+
+fn chopped_delivery(spin: Duration) {
     // A node that answers the first byte it reads (the client keeps its side open: a driver
     // does, and the delivery of the pieces is confirmed only to an open socket).
     let answer: Vec<u8> = (0..200u8).collect();
@@ -341,7 +388,7 @@ fn chopped_delivery_gives_the_client_reads_of_at_most_n_bytes() {
         let _ = s.read(&mut [0u8; 1]);
         let _ = s.write_all(&written);
     });
-    let (proxy, _, _) = start(upstream, Limits::DEFAULT, 3);
+    let (proxy, _, _) = start_with(upstream, Limits::DEFAULT, 3, None, spin);
     let mut s = TcpStream::connect(proxy.local).unwrap();
     s.write_all(b"?").unwrap();
     let mut got = Vec::new();
@@ -358,7 +405,7 @@ fn chopped_delivery_gives_the_client_reads_of_at_most_n_bytes() {
         std::thread::sleep(Duration::from_millis(2));
     }
     assert_eq!(got, answer);
-    assert!(reads.iter().all(|&n| n <= 3), "{reads:?}");
+    assert!(reads.iter().all(|&n| n <= 3), "spin {spin:?}: {reads:?}");
     proxy.stop();
 }
 
@@ -432,7 +479,8 @@ fn faulted(what: &str, client_bytes: &[u8], server_bytes: &[u8], kind: &str) -> 
     let (tx, _got) = mpsc::channel();
     let upstream = node(server_bytes.to_vec(), tx);
     let spec = FaultSpec::parse(kind).unwrap();
-    let (proxy, capture, live) = start_with(upstream, Limits::DEFAULT, 0, Some(spec));
+    let (proxy, capture, live) =
+        start_with(upstream, Limits::DEFAULT, 0, Some(spec), Duration::ZERO);
     let answer = client(proxy.local, client_bytes);
     assert!(
         answer != server_bytes,
@@ -510,7 +558,8 @@ fn a_fault_to_the_server_breaks_the_clients_frames() {
         let (tx, got) = mpsc::channel();
         let upstream = lock_step_node(first, server_bytes.clone(), tx);
         let spec = FaultSpec::parse("payload-bitflip,to=server").unwrap();
-        let (proxy, capture, live) = start_with(upstream, Limits::DEFAULT, 0, Some(spec));
+        let (proxy, capture, live) =
+            start_with(upstream, Limits::DEFAULT, 0, Some(spec), Duration::ZERO);
         let (head, rest) = client_bytes.split_at(first);
         lock_step_client(proxy.local, head, server_bytes.len(), rest);
         let received = got.recv().unwrap();
@@ -525,4 +574,19 @@ fn a_fault_to_the_server_breaks_the_clients_frames() {
             .collect();
         assert_eq!(rules, [("client", "RECV-2")], "{id}");
     }
+}
+
+#[test]
+fn one_connection_spins_at_a_time() {
+    let spinner = shared::Spinner::default();
+    assert!(spinner.take(1), "nobody spins: connection 1 may");
+    assert!(spinner.take(1), "it still holds it");
+    assert!(!spinner.take(2), "connection 2 waits in poll(2)");
+    spinner.release(2);
+    assert!(
+        !spinner.take(2),
+        "releasing what it does not hold changes nothing"
+    );
+    spinner.release(1);
+    assert!(spinner.take(2), "once 1 sleeps, 2 may spin");
 }
