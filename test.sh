@@ -34,6 +34,9 @@ python3 tools/module_graph.py
 step "reference: unit, property and cross-check tests"
 cargo test --workspace --release
 
+step "benchmarks: the harness's proxy bench once per cell (criterion --test: the traffic is judged clean and the answers arrive whole, straight and through a running proxy; the timings mean nothing)"
+cargo bench -q -p cqlframe-harness --bench proxy -- --test >/dev/null
+
 step "vectors: committed files equal a fresh generation; every case decodes as expected in every chunking"
 cargo run --release -q -p cqlframe-cli -- vectors verify
 

@@ -1,7 +1,11 @@
 //! What judging costs the proxy: the recorder's work per forwarded write (the write made a TCP
 //! segment, reassembled and judged by the checker; no capture file, no sockets), on one core: for
 //! 128 KiB frames from the node, each answering a small framed request (throughput), and for a
-//! small request and its small answer (the judge's share of the latency the proxy adds).
+//! small request and its small answer (the judge's share of the latency the proxy adds). Then
+//! the same 128 KiB frames over loopback sockets, from a node to a client, straight and through
+//! a running proxy side by side: what relaying and judging cost together (one thread per
+//! connection relays both directions, so a connection's rate through the proxy is what one core
+//! of it does).
 //!
 //!     cargo bench -p cqlframe-harness --bench proxy
 
@@ -11,7 +15,11 @@ use cqlframe::envelope::{envelope_bytes, Opcode};
 use cqlframe::format::{Format, FrameSettings, MAX_PAYLOAD};
 use cqlframe_harness::pcap::write::Peer;
 use cqlframe_harness::proxy::recorder::Recorder;
+use cqlframe_harness::proxy::{Config, Limits, Proxy};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::time::Duration;
 
 /// Content of a full frame (128 KiB less a byte): one RESULT envelope.
 const FRAME_CONTENT: usize = MAX_PAYLOAD;
@@ -122,6 +130,122 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
+    sockets(c, &startup, &large);
+}
+
+/// A node on loopback: on each connection it reads the `handshake` it is given, answers it,
+/// reads the requests, writes `answers` and closes.
+fn node(handshake: [Vec<u8>; 2], requests: usize, answers: Vec<u8>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let mut s = stream.unwrap();
+            let mut asked = vec![0u8; handshake[0].len().max(requests)];
+            s.read_exact(&mut asked[..handshake[0].len()]).unwrap();
+            s.write_all(&handshake[1]).unwrap();
+            s.read_exact(&mut asked[..requests]).unwrap();
+            s.write_all(&answers).unwrap();
+        }
+    });
+    addr
+}
+
+/// 128 KiB frames of the node over sockets, per connection the handshake, then 32 requests and
+/// their answers (4 MiB): straight to the node, and through the proxy, which must judge them
+/// clean.
+fn sockets(c: &mut Criterion, startup: &[u8], large: &[(Vec<u8>, Vec<u8>)]) {
+    let handshake = [
+        envelope_bytes(5, 0, 0, Opcode::Startup, startup),
+        envelope_bytes(0x85, 0, 0, Opcode::Ready, &[]),
+    ];
+    let (mut requests, mut answers) = (Vec::new(), Vec::new());
+    for (query, result) in large {
+        requests.extend_from_slice(query);
+        answers.extend_from_slice(result);
+    }
+    let upstream = node(handshake.clone(), requests.len(), answers.clone());
+    let proxy = Proxy::start(
+        Config {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            upstream: upstream.to_string(),
+            limits: Limits::DEFAULT,
+            chop: 0,
+            fault: None,
+            capture: None,
+            spin: Duration::ZERO,
+        },
+        Box::new(|_| {}),
+    )
+    .expect("proxy");
+    let mut group = c.benchmark_group("proxy, sockets");
+    group.sample_size(20);
+    group.throughput(Throughput::Bytes(answers.len() as u64));
+    let mut got = Vec::with_capacity(answers.len());
+    let mut connection = |to: SocketAddr| {
+        let mut s = TcpStream::connect(to).unwrap();
+        s.write_all(&handshake[0]).unwrap();
+        let mut ready = vec![0u8; handshake[1].len()];
+        s.read_exact(&mut ready).unwrap();
+        s.write_all(&requests).unwrap();
+        got.clear();
+        s.read_to_end(&mut got).unwrap();
+        s.shutdown(Shutdown::Both).ok();
+        assert_eq!(got, answers, "the node's answers, as written");
+    };
+    let ways = [
+        ("128 KiB frames straight", upstream),
+        ("128 KiB frames through the proxy", proxy.local),
+    ];
+    for (name, to) in ways {
+        group.bench_function(name, |b| b.iter(|| connection(to)));
+    }
+    group.finish();
+    // Per core: the client and the node do the same work either way, so the process's CPU time
+    // through the proxy less that straight is the proxy's own (its two sockets included).
+    const CONNECTIONS: u32 = 200;
+    let [straight, through] = ways.map(|(_, to)| {
+        let before = cpu_time();
+        for _ in 0..CONNECTIONS {
+            connection(to);
+        }
+        (cpu_time() - before) / CONNECTIONS
+    });
+    let proxy_cpu = through.saturating_sub(straight);
+    println!(
+        "proxy, sockets: CPU time per connection (4 MiB of answers): straight {straight:?}, \
+         through the proxy {through:?}; the proxy's own {proxy_cpu:?}: {:.2} GiB/s per core",
+        answers.len() as f64 / proxy_cpu.as_secs_f64() / f64::from(1 << 30)
+    );
+    while proxy.open_connections() > 0 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let outcome = proxy.stop();
+    assert!(
+        !outcome.broke_must() && outcome.totals.connections > 0,
+        "the proxy judged the bench traffic clean: {} connections, {} violations: {:?}",
+        outcome.totals.connections,
+        outcome.totals.violations,
+        outcome.connections.first().map(|c| &c.summary.rules)
+    );
+    assert!(
+        outcome.totals.bytes >= outcome.totals.connections as u64 * answers.len() as u64,
+        "every byte judged"
+    );
+}
+
+/// User and system CPU time of this process so far, all threads.
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage(2) fills the struct it is given.
+    let usage = unsafe {
+        let mut usage = std::mem::zeroed::<libc::rusage>();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    time(usage.ru_utime) + time(usage.ru_stime)
 }
 
 criterion_group!(benches, bench);

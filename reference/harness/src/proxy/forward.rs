@@ -88,6 +88,8 @@ struct Flow {
     out: Vec<u8>,
     /// How much of `out` is written.
     sent: usize,
+    /// The bytes of the last read are not all out yet: the recorder is told when they are.
+    owed: bool,
     /// A truncation fault: `from`'s side ends in order once `out` is out.
     close_after: bool,
     /// Nothing more is read from `from` (it closed, or the connection is cut on this side).
@@ -108,6 +110,7 @@ impl Flow {
             from,
             out: Vec::new(),
             sent: 0,
+            owed: false,
             close_after: false,
             done: false,
             chop,
@@ -211,7 +214,7 @@ impl Connection<'_> {
             for i in 0..2 {
                 moved |= self.step(i)?;
             }
-            if self.flows.iter().all(|f| f.done && !f.pending()) {
+            if self.flows.iter().all(|f| f.done && !f.owed) {
                 return Ok(());
             }
             if moved {
@@ -235,7 +238,7 @@ impl Connection<'_> {
     fn step(&mut self, i: usize) -> Result<bool, Cut> {
         let flushed = self.flush(i)?;
         let flow = &self.flows[i];
-        if flow.pending() || flow.confirming.is_some() || flow.done || !self.read(i)? {
+        if flow.owed || flow.done || !self.read(i)? {
             return Ok(flushed);
         }
         self.flush(i)?;
@@ -247,7 +250,7 @@ impl Connection<'_> {
         let from = self.flows[i].from;
         let (source, to) = (from.index(), from.other().index());
         let flow = &mut self.flows[i];
-        if !flow.pending() && flow.confirming.is_none() {
+        if !flow.owed {
             return Ok(false);
         }
         let moved = flow.write(&mut self.sockets[to]).map_err(|_| Cut {
@@ -259,6 +262,7 @@ impl Connection<'_> {
         }
         flow.out.clear();
         flow.sent = 0;
+        flow.owed = false;
         let mut r = self.shared.recorder.lock().unwrap();
         r.delivered(self.id, from);
         if flow.close_after {
@@ -303,12 +307,34 @@ impl Connection<'_> {
                     .lock()
                     .unwrap()
                     .forward(self.id, from, read);
+                let bytes = out.as_ref().map_or(read, |f| &f.bytes[..]);
                 let flow = &mut self.flows[i];
                 flow.close_after = out.as_ref().is_some_and(|f| f.close);
-                match out {
-                    Some(f) => flow.out.extend_from_slice(&f.bytes),
-                    None => flow.out.extend_from_slice(read),
-                }
+                flow.owed = true;
+                // Straight out when the socket takes it and no piece waits on the client's
+                // reads: only what it did not take is kept.
+                let sent = match flow.chop {
+                    0 => match self.sockets[to].write(bytes) {
+                        Ok(n) => n,
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                ErrorKind::WouldBlock | ErrorKind::Interrupted
+                            ) =>
+                        {
+                            0
+                        }
+                        Err(_) => {
+                            return Err(Cut {
+                                by: from.other(),
+                                why: None,
+                            })
+                        }
+                    },
+                    _ => 0,
+                };
+                flow.written += sent as u64;
+                flow.out.extend_from_slice(&bytes[sent..]);
                 Ok(true)
             }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
@@ -347,7 +373,7 @@ impl Connection<'_> {
         for f in &self.flows {
             if f.pending() {
                 fds[f.from.other().index()].events |= libc::POLLOUT;
-            } else if !f.done {
+            } else if !f.done && !f.owed {
                 fds[f.from.index()].events |= libc::POLLIN;
             }
         }

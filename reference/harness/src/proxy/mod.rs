@@ -31,6 +31,7 @@ use recorder::Recorder;
 use shared::Shared;
 use std::io::{ErrorKind, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, ToSocketAddrs};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -144,7 +145,17 @@ impl Proxy {
                             s2.open.fetch_sub(1, Ordering::SeqCst);
                         }));
                     }
-                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                    // Nothing to accept: wait for a connection, looking at the stop flag
+                    // every 100 ms.
+                    Err(_) => {
+                        let mut fd = libc::pollfd {
+                            fd: listener.as_raw_fd(),
+                            events: libc::POLLIN,
+                            revents: 0,
+                        };
+                        // SAFETY: one valid pollfd for the length given.
+                        unsafe { libc::poll(&mut fd, 1, 100) };
+                    }
                 }
             }
             handles
