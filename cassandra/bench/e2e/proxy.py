@@ -16,7 +16,14 @@ rotating from cell to cell and from repeat to repeat, closed-loop on a prepared
 p50 and p99 of each, and what the relay and the proxies add over `plain` and the proxies over
 the relay, in microseconds, per repeat (the sessions of one client run) and the median of the
 repeats. Each proxy must exit 0 (no MUST broken) having judged its sessions' connections.
-Prints the table, writes OUT/proxy.md and OUT/proxy.json.
+
+Then throughput, per repeat and driver: a 128 KiB blob (THROUGHPUT_BLOB, two frames of the node
+per answer), uncompressed, 8 in flight, `plain`, `relay` and `proxy` side by side as above, the
+proxy a fresh one started for the client run: MB/s of each session, and the proxy's CPU time
+over the run (utime + stime of /proc/PID/stat) against the bytes it judged both ways (its
+report.json): what one core of the proxy relays and judges, under a real driver's workload;
+beside it socat's CPU time over the same run.
+Prints the tables, writes OUT/proxy.md and OUT/proxy.json.
 """
 
 from __future__ import annotations
@@ -46,6 +53,68 @@ COMPRESSIONS = ["none", "lz4"]
 VARIANTS = ["plain", "relay", "proxy", "spin"]
 # The proxies' sessions: their --spin, in microseconds.
 PROXIES = {"proxy": 0, "spin": 300}
+# The throughput part: a blob of two full frames, its sessions and requests in flight.
+THROUGHPUT_BLOB = 131072
+THROUGHPUT_VARIANTS = ["plain", "relay", "proxy"]
+THROUGHPUT_IN_FLIGHT = [8]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process `pid` so far, and of its children that have exited
+    (socat forks one per connection): /proc/PID/stat, fields 14 to 17."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def throughput(o: argparse.Namespace, sha: dict, relay: subprocess.Popen, bare: int) -> tuple[list[dict], list[dict]]:
+    """The throughput part: the clients' JSON lines, and per client run the proxy's CPU time and
+    the bytes it judged, and socat's CPU time over the same run."""
+    t = argparse.Namespace(**vars(o))
+    t.in_flight = THROUGHPUT_IN_FLIGHT
+    lines, runs = [], []
+    for repeat in range(o.repeats):
+        for driver in DRIVERS[repeat % 2:] + DRIVERS[:repeat % 2]:
+            proxy, via = start_proxy(o.port, o.out / "throughput")
+            relay_cpu = cpu_seconds(relay.pid)
+            try:
+                got = client(driver, "none", t, sha, o.seconds, o.warmup, repeat, THROUGHPUT_VARIANTS,
+                             [THROUGHPUT_BLOB], ("--via", f"relay={bare},proxy={via}"))
+                cpu = cpu_seconds(proxy.pid)
+                time.sleep(0.5)  # socat reaps the children of the client's connections
+                relay_cpu = cpu_seconds(relay.pid) - relay_cpu
+            finally:
+                proxy.send_signal(signal.SIGTERM)
+                _, err = proxy.communicate(timeout=120)
+            report = json.loads((o.out / "throughput" / "report.json").read_text())
+            if proxy.returncode != 0 or report["totals"]["violations"]:
+                print(err, file=sys.stderr)
+                raise SystemExit(f"proxy bench: throughput: the proxy exited {proxy.returncode}")
+            lines += [dict(json.loads(line), repeat=repeat) for line in got]
+            runs.append({"driver": driver, "repeat": repeat, "proxy_cpu_s": cpu,
+                         "proxy_bytes": report["totals"]["bytes"], "relay_cpu_s": relay_cpu})
+            print(f"proxy bench: throughput, repeat {repeat + 1}/{o.repeats}, {driver}", flush=True)
+    return lines, runs
+
+
+def throughput_table(lines: list[dict], runs: list[dict]) -> str:
+    out = [f"Throughput: a {THROUGHPUT_BLOB}-byte blob, uncompressed, {THROUGHPUT_IN_FLIGHT[0]} in flight; "
+           "MB/s of answers (blob bytes read), median (lowest, highest) over the repeats; the proxy's CPU "
+           "time over the client run (every session's warm-up included) against the bytes it judged both ways; "
+           "socat's CPU time over the same run, its session's schedule the same as the proxy's.", "",
+           "| driver | MB/s plain | MB/s relay | MB/s proxy | relay CPU s | proxy CPU s | MB judged | MB per proxy CPU second |",
+           "|---|---|---|---|---|---|---|---|"]
+
+    def spread(values: list[float], digits: int = 0) -> str:
+        return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}, {max(values):.{digits}f})"
+
+    for driver in DRIVERS:
+        mine = [r for r in runs if r["driver"] == driver]
+        mbs = {v: [m["requests"] * m["blob"] / m["seconds"] / 1e6 for m in lines
+                   if m["driver"] == driver and m["variant"] == v] for v in THROUGHPUT_VARIANTS}
+        out.append(f"| {driver} | {spread(mbs['plain'])} | {spread(mbs['relay'])} | {spread(mbs['proxy'])} "
+                   f"| {spread([r['relay_cpu_s'] for r in mine], 2)} | {spread([r['proxy_cpu_s'] for r in mine], 2)} | {spread([r['proxy_bytes'] / 1e6 for r in mine])} "
+                   f"| {spread([r['proxy_bytes'] / 1e6 / r['proxy_cpu_s'] for r in mine])} |")
+    return "\n".join(out) + "\n"
 
 
 def start_proxy(port: int, out: Path, spin: int = 0) -> tuple[subprocess.Popen, int]:
@@ -116,7 +185,8 @@ def main() -> int:
     started = time.monotonic()
     env = {"cpu": cpu(), "uptime_start": uptime(),
            "relay": subprocess.run(["socat", "-V"], capture_output=True, text=True).stdout.splitlines()[1]}
-    setup = subprocess.run([str(PYTHON), str(HERE / "read_load.py"), "setup", str(o.port), str(BLOB)],
+    setup = subprocess.run([str(PYTHON), str(HERE / "read_load.py"), "setup", str(o.port), str(BLOB),
+                            str(THROUGHPUT_BLOB)],
                            capture_output=True, text=True, check=True)
     sha = json.loads(setup.stdout)
     proxies = {name: start_proxy(o.port, o.out / name, spin) for name, spin in PROXIES.items()}
@@ -134,6 +204,7 @@ def main() -> int:
                     got = client(driver, compression, o, sha, o.seconds, o.warmup, repeat, VARIANTS, [BLOB], extra)
                     lines += [dict(json.loads(line), repeat=repeat) for line in got]
                     print(f"proxy bench: repeat {repeat + 1}/{o.repeats}, {driver}, {compression}", flush=True)
+        t_lines, t_runs = throughput(o, sha, relay, bare)
     finally:
         relay.terminate()
         relay.wait(timeout=30)
@@ -152,6 +223,8 @@ def main() -> int:
     missing = [(d, c, n, v) for d in DRIVERS for c in COMPRESSIONS for n in IN_FLIGHT for v in VARIANTS
                if sum((m["driver"], m["compression"], m["in_flight"], m["variant"]) == (d, c, n, v)
                       for m in lines) != o.repeats]
+    missing += [(d, "none", THROUGHPUT_IN_FLIGHT[0], v) for d in DRIVERS for v in THROUGHPUT_VARIANTS
+                if sum((m["driver"], m["variant"]) == (d, v) for m in t_lines) != o.repeats]
     if missing:
         print(f"proxy bench: missing cells: {missing}", file=sys.stderr)
         return 1
@@ -160,10 +233,12 @@ def main() -> int:
         text += (f"The `{name}` proxy judged {report['totals']['connections']} connections "
                  f"({report['totals']['packets']} reads and writes, {report['totals']['bytes']} bytes): "
                  f"{report['totals']['violations']} MUST violations, {report['totals']['findings']} SHOULD findings.\n")
+    text += "\n" + throughput_table(t_lines, t_runs)
     print("\n" + text)
     (o.out / "proxy.md").write_text(text)
     (o.out / "proxy.json").write_text(json.dumps({"environment": env, "options": {
-        k: v for k, v in vars(o).items() if k != "out"}, "measurements": lines}, indent=1, default=str))
+        k: v for k, v in vars(o).items() if k != "out"}, "measurements": lines,
+        "throughput": {"measurements": t_lines, "proxy_runs": t_runs}}, indent=1, default=str))
     return 0
 
 

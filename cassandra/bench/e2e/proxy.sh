@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The latency `cqlframe proxy` adds (a benchmark, not a test; figures in cassandra/bench/README.md):
-# the node of cassandra/run.sh (Apache Cassandra 5.0, no extension) on 127.0.0.1, the Python and
-# Java drivers of the end-to-end benchmark reading a 64-byte blob closed-loop at 1 and 8 requests
-# in flight, uncompressed and LZ4, straight to the node and through the proxy side by side in
-# each client run (cassandra/bench/e2e/proxy.py).
+# The latency `cqlframe proxy` adds and the throughput it keeps (a benchmark, not a test; figures
+# in cassandra/bench/README.md): the node of cassandra/run.sh (Apache Cassandra 5.0, no
+# extension) on 127.0.0.1, the Python and Java drivers of the end-to-end benchmark reading a
+# 64-byte blob closed-loop at 1 and 8 requests in flight, uncompressed and LZ4, straight to the
+# node, through socat, and through the proxy without and with --spin, side by side in each client
+# run; then a 128 KiB blob at 8 in flight, with the proxy's CPU time (cassandra/bench/e2e/proxy.py).
 #
-#   cassandra/bench/e2e/proxy.sh [--repeats N] [--seconds S]   defaults 3, 2 s (about 5 minutes)
+#   cassandra/bench/e2e/proxy.sh [--repeats N] [--seconds S]   defaults 3, 2 s (about 9 minutes)
 #   cassandra/bench/e2e/proxy.sh --smoke   every cell once, 0.1 s windows (figures mean nothing)
 #
 # Prints and writes the table: build/cassandra-proxy-bench/proxy.md and proxy.json.
