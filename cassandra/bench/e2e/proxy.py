@@ -13,9 +13,8 @@ the two proxies, the driver as released in all.
 Every cell (compression x requests in flight) runs the sessions one after the other, their order
 rotating from cell to cell and from repeat to repeat, closed-loop on a prepared
 `SELECT v FROM e2e.blobs WHERE k = ?` as the end-to-end benchmark does. From their JSON lines:
-p50 and p99 of each, and what the relay and the proxies add over `plain` and the proxies over
-the relay, in microseconds, per repeat (the sessions of one client run) and the median of the
-repeats. Each proxy must exit 0 (no MUST broken) having judged its sessions' connections.
+p50 and p99 of each, and what the relay and the proxies add over `plain`, in microseconds, per
+repeat (the sessions of one client run) and the median of the repeats. Each proxy must exit 0 (no MUST broken) having judged its sessions' connections.
 
 Then throughput, per repeat and driver: a 128 KiB blob (THROUGHPUT_BLOB, two frames of the node
 per answer), uncompressed, 8 in flight, `plain`, `relay` and `proxy` side by side as above, the
@@ -57,6 +56,11 @@ PROXIES = {"proxy": 0, "spin": 300}
 THROUGHPUT_BLOB = 131072
 THROUGHPUT_VARIANTS = ["plain", "relay", "proxy"]
 THROUGHPUT_IN_FLIGHT = [8]
+
+
+def median_range(values: list[float], spec: str = ".0f") -> str:
+    """The median of `values` and, in brackets, the lowest and highest, each formatted by `spec`."""
+    return f"{statistics.median(values):{spec}} ({min(values):{spec}}, {max(values):{spec}})"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -104,16 +108,15 @@ def throughput_table(lines: list[dict], runs: list[dict]) -> str:
            "| driver | MB/s plain | MB/s relay | MB/s proxy | relay CPU s | proxy CPU s | MB judged | MB per proxy CPU second |",
            "|---|---|---|---|---|---|---|---|"]
 
-    def spread(values: list[float], digits: int = 0) -> str:
-        return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}, {max(values):.{digits}f})"
-
     for driver in DRIVERS:
         mine = [r for r in runs if r["driver"] == driver]
         mbs = {v: [m["requests"] * m["blob"] / m["seconds"] / 1e6 for m in lines
                    if m["driver"] == driver and m["variant"] == v] for v in THROUGHPUT_VARIANTS}
-        out.append(f"| {driver} | {spread(mbs['plain'])} | {spread(mbs['relay'])} | {spread(mbs['proxy'])} "
-                   f"| {spread([r['relay_cpu_s'] for r in mine], 2)} | {spread([r['proxy_cpu_s'] for r in mine], 2)} | {spread([r['proxy_bytes'] / 1e6 for r in mine])} "
-                   f"| {spread([r['proxy_bytes'] / 1e6 / r['proxy_cpu_s'] for r in mine])} |")
+        out.append(f"| {driver} | {median_range(mbs['plain'])} | {median_range(mbs['relay'])} "
+                   f"| {median_range(mbs['proxy'])} | {median_range([r['relay_cpu_s'] for r in mine], '.2f')} "
+                   f"| {median_range([r['proxy_cpu_s'] for r in mine], '.2f')} "
+                   f"| {median_range([r['proxy_bytes'] / 1e6 for r in mine])} "
+                   f"| {median_range([r['proxy_bytes'] / 1e6 / r['proxy_cpu_s'] for r in mine])} |")
     return "\n".join(out) + "\n"
 
 
@@ -164,9 +167,8 @@ def table(lines: list[dict], env: dict, o: argparse.Namespace) -> str:
         def med(metric: str) -> str:
             return " / ".join(f"{statistics.median(r[v][metric] for r in runs):.0f}" for v in VARIANTS)
 
-        def added(metric: str, variant: str, base: str = "plain") -> str:
-            d = [r[variant][metric] - r[base][metric] for r in runs]
-            return f"{statistics.median(d):+.0f} ({min(d):+.0f}, {max(d):+.0f})"
+        def added(metric: str, variant: str) -> str:
+            return median_range([r[variant][metric] - r["plain"][metric] for r in runs], "+.0f")
 
         rps = " / ".join(f"{statistics.median(r[v]['requests'] / r[v]['seconds'] for r in runs):.0f}"
                          for v in VARIANTS)

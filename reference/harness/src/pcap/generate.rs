@@ -4,6 +4,7 @@
 //! checksums are recomputed, so tshark sees a clean capture too.
 
 use super::read::Reader;
+use super::write;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -54,24 +55,8 @@ fn load(path: &Path) -> Result<Source, String> {
 
 fn tcp_checksum(packet: &[u8], ip: usize, tcp: usize) -> u16 {
     let total = usize::from(u16::from_be_bytes([packet[ip + 2], packet[ip + 3]]));
-    let segment = &packet[tcp..ip + total];
-    let mut sum: u64 = 0;
-    for pair in packet[ip + 12..ip + 20].chunks(2) {
-        sum += u64::from(u16::from_be_bytes([pair[0], pair[1]]));
-    }
-    sum += 6 + segment.len() as u64;
-    let mut words = segment.chunks_exact(4);
-    for w in &mut words {
-        sum += u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
-    }
-    let rest = words.remainder();
-    let mut last = [0u8; 4];
-    last[..rest.len()].copy_from_slice(rest);
-    sum += u64::from(u32::from_be_bytes(last));
-    while sum >> 16 != 0 {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+    let address = |at: usize| packet[at..at + 4].try_into().expect("4 bytes");
+    write::tcp_checksum(address(ip + 12), address(ip + 16), &packet[tcp..ip + total])
 }
 
 pub fn run(from: &[PathBuf], out: &Path, megabytes: u64) -> Result<(), String> {

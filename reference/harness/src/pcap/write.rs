@@ -416,7 +416,7 @@ fn internet_checksum(parts: &[&[u8]]) -> u16 {
 }
 
 /// The TCP checksum of `segment` (header with a zero checksum field, and payload).
-fn tcp_checksum(src: [u8; 4], dst: [u8; 4], segment: &[u8]) -> u16 {
+pub(super) fn tcp_checksum(src: [u8; 4], dst: [u8; 4], segment: &[u8]) -> u16 {
     let len = (segment.len() as u16).to_be_bytes();
     let pseudo = [
         src[0],

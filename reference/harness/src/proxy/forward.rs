@@ -19,9 +19,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How long the loop sleeps at most when nothing moves: how often it looks at the proxy's stop
-/// flag and the idle limit.
-const TICK: Duration = Duration::from_millis(100);
 /// How long connecting to the upstream may take.
 const CONNECT: Duration = Duration::from_secs(5);
 /// The most one read takes from a socket.
@@ -149,20 +146,22 @@ impl Flow {
             0 => self.out.len(),
             chop => ((self.sent / chop + 1) * chop).min(self.out.len()),
         };
-        match to.write(&self.out[self.sent..end]) {
-            Ok(n) => {
-                self.sent += n;
-                self.written += n as u64;
-                if self.sent == end && self.chop > 0 && self.watch.is_some() {
-                    self.confirming = Some((Instant::now(), Pause::default()));
-                }
-                Ok(n > 0)
-            }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
-                Ok(false)
-            }
-            Err(e) => Err(e),
+        let n = write_some(to, &self.out[self.sent..end])?;
+        self.sent += n;
+        self.written += n as u64;
+        if self.sent == end && self.chop > 0 && self.watch.is_some() {
+            self.confirming = Some((Instant::now(), Pause::default()));
         }
+        Ok(n > 0)
+    }
+}
+
+/// What a non-blocking socket takes of `bytes` now (0 when it is full or the call was
+/// interrupted).
+fn write_some(to: &mut TcpStream, bytes: &[u8]) -> std::io::Result<usize> {
+    match to.write(bytes) {
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => Ok(0),
+        other => other,
     }
 }
 
@@ -314,23 +313,10 @@ impl Connection<'_> {
                 // Straight out when the socket takes it and no piece waits on the client's
                 // reads: only what it did not take is kept.
                 let sent = match flow.chop {
-                    0 => match self.sockets[to].write(bytes) {
-                        Ok(n) => n,
-                        Err(e)
-                            if matches!(
-                                e.kind(),
-                                ErrorKind::WouldBlock | ErrorKind::Interrupted
-                            ) =>
-                        {
-                            0
-                        }
-                        Err(_) => {
-                            return Err(Cut {
-                                by: from.other(),
-                                why: None,
-                            })
-                        }
-                    },
+                    0 => write_some(&mut self.sockets[to], bytes).map_err(|_| Cut {
+                        by: from.other(),
+                        why: None,
+                    })?,
                     _ => 0,
                 };
                 flow.written += sent as u64;
@@ -377,7 +363,6 @@ impl Connection<'_> {
                 fds[f.from.index()].events |= libc::POLLIN;
             }
         }
-        // SAFETY: `fds` is a valid array of two pollfd for the length given.
-        unsafe { libc::poll(fds.as_mut_ptr(), 2, TICK.as_millis() as libc::c_int) };
+        super::wait_ready(&mut fds);
     }
 }

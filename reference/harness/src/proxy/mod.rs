@@ -145,17 +145,12 @@ impl Proxy {
                             s2.open.fetch_sub(1, Ordering::SeqCst);
                         }));
                     }
-                    // Nothing to accept: wait for a connection, looking at the stop flag
-                    // every 100 ms.
-                    Err(_) => {
-                        let mut fd = libc::pollfd {
-                            fd: listener.as_raw_fd(),
-                            events: libc::POLLIN,
-                            revents: 0,
-                        };
-                        // SAFETY: one valid pollfd for the length given.
-                        unsafe { libc::poll(&mut fd, 1, 100) };
-                    }
+                    // Nothing to accept: wait for a connection.
+                    Err(_) => wait_ready(&mut [libc::pollfd {
+                        fd: listener.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    }]),
                 }
             }
             handles
@@ -203,4 +198,20 @@ impl Proxy {
             seconds: self.started.elapsed().as_secs_f64(),
         }
     }
+}
+
+/// How long a thread of the proxy sleeps at most when nothing happens: how often it looks at
+/// the stop flag (and a connection at its idle limit).
+const TICK: Duration = Duration::from_millis(100);
+
+/// Sleeps until one of `fds` is ready for what it asks, or [`TICK`] has passed.
+fn wait_ready(fds: &mut [libc::pollfd]) {
+    // SAFETY: `fds` is a valid array of pollfd for the length given.
+    unsafe {
+        libc::poll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            TICK.as_millis() as libc::c_int,
+        )
+    };
 }
