@@ -26,6 +26,23 @@ def cpu() -> str:
             f"{fields.get('Model', '?')}, {fields.get('CPU(s)', '?')} CPUs, {' '.join(simd)}")
 
 
+def idle() -> str:
+    """How an idle CPU waits for its next wake-up: in a virtual machine a halted virtual CPU costs
+    an exit to the hypervisor to wake, unless the guest polls a while before it halts
+    (cpuidle-haltpoll's guest_halt_poll_ns, 0: never polls; the window shrinks after waits that
+    outlast it if guest_halt_poll_allow_shrink). Every process hop a request makes pays it, so
+    latency figures need it named."""
+    def read(path: str) -> str | None:
+        try:
+            return open(path).read().strip()
+        except OSError:
+            return None
+    driver = read("/sys/devices/system/cpu/cpuidle/current_driver") or "none"
+    knobs = "/sys/module/haltpoll/parameters/guest_halt_poll_"
+    poll, shrink = read(knobs + "ns"), read(knobs + "allow_shrink")
+    return f"cpuidle driver {driver}" + (f", guest_halt_poll_ns {poll}, allow_shrink {shrink}" if poll else "")
+
+
 def iterations(record: dict) -> tuple[float, float]:
     """The fastest and the median iteration of a JMH result: on a machine shared with other jobs
     the interference only adds time, so the fastest iteration is the least disturbed one."""

@@ -33,7 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(HERE.parent))
-from table import checksum_cost, cpu  # noqa: E402  (cassandra/bench/table.py)
+from table import checksum_cost, cpu, idle  # noqa: E402  (cassandra/bench/table.py)
 
 PYTHON = ROOT / ".cache" / "venv" / "conformance-python" / "bin" / "python"
 ADAPTER_JAR = ROOT / ".cache" / "conformance" / "java" / "java-conformance-adapter.jar"
@@ -95,7 +95,7 @@ def summarise(lines: list[dict]) -> dict:
 
 
 def tables(summary: dict, cost: dict, o: argparse.Namespace, env: dict) -> str:
-    out = [f"CPU: {env['cpu']}; load at the start: `{env['uptime_start']}`; at the end: `{env['uptime_end']}`",
+    out = [f"CPU: {env['cpu']}; idle: {env.get('idle', 'not recorded')}; load at the start: `{env['uptime_start']}`; at the end: `{env['uptime_end']}`",
            f"{env['repeats']} repeats of {o.seconds} s windows (after {o.warmup} s of warm-up), at most "
            f"{o.max_requests} requests each; every session first read each blob for {o.client_warmup} s at 16 "
            f"in flight; {env['elapsed_s']:.0f} s in all. {PINS}; {env['java']}.",
@@ -185,7 +185,7 @@ def main() -> int:
     if o.smoke:
         o.repeats, o.seconds, o.warmup, o.client_warmup, o.max_requests = 1, 0.1, 0.02, 0.02, 200
     started = time.monotonic()
-    env = {"cpu": cpu(), "uptime_start": uptime(), "repeats": o.repeats, "python": platform.python_version(),
+    env = {"cpu": cpu(), "idle": idle(), "uptime_start": uptime(), "repeats": o.repeats, "python": platform.python_version(),
            "java": subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]}
     setup = subprocess.run([str(PYTHON), str(HERE / "read_load.py"), "setup", str(o.port)] + list(map(str, SIZES)),
                            capture_output=True, text=True, check=True)

@@ -42,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(HERE.parent))
 from e2e import DRIVERS, PYTHON, arguments, client, uptime  # noqa: E402  (cassandra/bench/e2e/e2e.py)
-from table import cpu  # noqa: E402  (cassandra/bench/table.py)
+from table import cpu, idle  # noqa: E402  (cassandra/bench/table.py)
 
 CQLFRAME = os.environ.get("CQLFRAME_BIN", str(ROOT / "target/release/cqlframe"))
 # A small request: the SELECT and an answer of one short row.
@@ -151,7 +151,7 @@ def table(lines: list[dict], env: dict, o: argparse.Namespace) -> str:
     for m in lines:
         cells.setdefault((m["driver"], m["compression"], m["in_flight"]), {}).setdefault(
             m["repeat"], {})[m["variant"]] = m
-    out = [f"Relay: {env['relay']}.", f"CPU: {env['cpu']}; load at the start: `{env['uptime_start']}`; at the end: `{env['uptime_end']}`",
+    out = [f"Relay: {env['relay']}.", f"CPU: {env['cpu']}; idle: {env['idle']}; load at the start: `{env['uptime_start']}`; at the end: `{env['uptime_end']}`",
            f"{o.repeats} repeats of {o.seconds} s windows per session (after {o.warmup} s of warm-up), at most "
            f"{o.max_requests} requests each; {BLOB}-byte blob; {env['elapsed_s']:.0f} s in all.", "",
            f"`proxy`: `cqlframe proxy` as it starts by default; `spin`: with `--spin {PROXIES['spin']}`.", "",
@@ -185,7 +185,7 @@ def main() -> int:
         o.repeats, o.seconds, o.warmup, o.client_warmup, o.max_requests = 1, 0.1, 0.02, 0.02, 200
     o.out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    env = {"cpu": cpu(), "uptime_start": uptime(),
+    env = {"cpu": cpu(), "idle": idle(), "uptime_start": uptime(),
            "relay": subprocess.run(["socat", "-V"], capture_output=True, text=True).stdout.splitlines()[1]}
     setup = subprocess.run([str(PYTHON), str(HERE / "read_load.py"), "setup", str(o.port), str(BLOB),
                             str(THROUGHPUT_BLOB)],

@@ -86,8 +86,9 @@ pub struct Args {
     expect_fault: bool,
     /// After bytes moved, a connection's thread polls its sockets without sleeping for this
     /// many microseconds before it sleeps (one connection at a time, so at most one CPU): an
-    /// answer that comes within it is forwarded without a wake-up. Lower latency for a CPU kept
-    /// busy while traffic flows; 0 sleeps at once.
+    /// answer that comes within it is forwarded without a wake-up. Worth it where waking an idle
+    /// CPU is dear (a virtual machine whose idle CPUs halt without polling first) and a core is
+    /// free; 0 sleeps at once.
     #[arg(long, default_value_t = 0, value_name = "MICROSECONDS")]
     spin: u64,
 }

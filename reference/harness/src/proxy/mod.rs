@@ -52,7 +52,8 @@ pub struct Config {
     pub capture: Option<Box<dyn Write + Send>>,
     /// After bytes moved, a connection's thread looks at its sockets without sleeping for this
     /// long (one connection at a time), so that an answer soon after its request is forwarded
-    /// without a wake-up: less latency for a CPU kept busy. Zero: it sleeps in poll(2) at once.
+    /// without a wake-up: less latency where waking an idle CPU is dear, for a CPU kept busy.
+    /// Zero: it sleeps in poll(2) at once.
     pub spin: Duration,
 }
 
