@@ -7,6 +7,7 @@ import os
 import statistics
 import subprocess
 import sys
+from pathlib import Path
 
 FORMATS = {
     "uncompressed": ("CRC32_CASSANDRA", "CRC32_KIT", "CRC32C_KIT"),
@@ -34,7 +35,7 @@ def idle() -> str:
     latency figures need it named."""
     def read(path: str) -> str | None:
         try:
-            return open(path).read().strip()
+            return Path(path).read_text().strip()
         except OSError:
             return None
     driver = read("/sys/devices/system/cpu/cpuidle/current_driver") or "none"

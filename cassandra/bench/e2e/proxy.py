@@ -14,7 +14,8 @@ Every cell (compression x requests in flight) runs the sessions one after the ot
 rotating from cell to cell and from repeat to repeat, closed-loop on a prepared
 `SELECT v FROM e2e.blobs WHERE k = ?` as the end-to-end benchmark does. From their JSON lines:
 p50 and p99 of each, and what the relay and the proxies add over `plain`, in microseconds, per
-repeat (the sessions of one client run) and the median of the repeats. Each proxy must exit 0 (no MUST broken) having judged its sessions' connections.
+repeat (the sessions of one client run) and the median of the repeats. Each proxy must exit 0
+(no MUST broken) having judged its sessions' connections.
 
 Then throughput, per repeat and driver: a 128 KiB blob (THROUGHPUT_BLOB, two frames of the node
 per answer), uncompressed, 8 in flight, `plain`, `relay` and `proxy` side by side as above, the
