@@ -33,9 +33,9 @@ import org.cqlframe.conformance.checksum.PayloadChecksum;
  * The Java driver's side of cassandra/bench/e2e, as read_load.py is the Python driver's (same
  * options, same JSON lines; see its docstring): closed-loop reads of one blob per payload
  * checksum variant, `plain` the driver as released, `crc32` and `crc32c` through the conformance
- * adapter's FrameChecksumSessionBuilder, `proxy`, `spin` and `relay` the driver as released
- * through the port --via gives them (cassandra/bench/e2e/proxy.py). Run from source with the adapter's jar (driver
- * included) on the class path:
+ * adapter's FrameChecksumSessionBuilder, `proxy`, `sleep`, `spin` and `relay` the driver as
+ * released through the port --via gives them (cassandra/bench/e2e/proxy.py). Run from source with
+ * the adapter's jar (driver included) on the class path:
  *
  * <pre>java -cp .cache/conformance/java/java-conformance-adapter.jar cassandra/bench/e2e/ReadLoad.java \
  *     load PORT NODE_PID --sizes ... --in-flight ... --seconds S --max-requests N --warmup S \
@@ -149,6 +149,7 @@ public final class ReadLoad {
     switch (variant) {
       case "plain":
       case "proxy":
+      case "sleep":
       case "spin":
       case "relay":
         return CqlSession.builder();

@@ -2,14 +2,15 @@
 
     python3 proxy.py PORT NODE_PID OUT [--smoke] [--repeats N] [--seconds S]
 
-Starts `cqlframe proxy` in front of the node twice (every byte of both directions judged as it
-flows, no capture): as it starts by default, and with `--spin` (its thread polls without sleeping
-for SPIN microseconds after bytes moved); beside them socat as a bare TCP relay (bytes
+Starts `cqlframe proxy` in front of the node three times (every byte of both directions judged
+as it flows, no capture): as it starts by default (its thread polls a few microseconds after
+bytes moved before it sleeps), with `--spin 0` (it sleeps at once) and with `--spin 300` (it
+polls through a round trip to the node); beside them socat as a bare TCP relay (bytes
 forwarded, nothing read into them: the cost of the extra socket hop alone). It writes a small
 blob (read_load.py setup), then per repeat runs the end-to-end benchmark's clients, the Python
-driver (read_load.py) and the Java driver (ReadLoad.java), each with four sessions side by side
-in the same run: `plain` straight to the node, `relay` through socat, `proxy` and `spin` through
-the two proxies, the driver as released in all.
+driver (read_load.py) and the Java driver (ReadLoad.java), each with five sessions side by side
+in the same run: `plain` straight to the node, `relay` through socat, `proxy`, `sleep` and `spin`
+through the three proxies, the driver as released in all.
 Every cell (compression x requests in flight) runs the sessions one after the other, their order
 rotating from cell to cell and from repeat to repeat, closed-loop on a prepared
 `SELECT v FROM e2e.blobs WHERE k = ?` as the end-to-end benchmark does. From their JSON lines:
@@ -18,11 +19,11 @@ repeat (the sessions of one client run) and the median of the repeats. Each prox
 (no MUST broken) having judged its sessions' connections.
 
 Then throughput, per repeat and driver: a 128 KiB blob (THROUGHPUT_BLOB, two frames of the node
-per answer), uncompressed, 8 in flight, `plain`, `relay` and `proxy` side by side as above, the
-proxy a fresh one started for the client run: MB/s of each session, and the proxy's CPU time
-over the run (utime + stime of /proc/PID/stat) against the bytes it judged both ways (its
-report.json): what one core of the proxy relays and judges, under a real driver's workload;
-beside it socat's CPU time over the same run.
+per answer), uncompressed, 8 in flight, `plain`, `relay`, `proxy` and `sleep` side by side as
+above, each proxy a fresh one started for the client run: MB/s of each session, and each proxy's
+CPU time over the run (utime + stime of /proc/PID/stat) against the bytes it judged both ways
+(its report.json): what one core of the proxy relays and judges, under a real driver's
+workload, as it starts and sleeping at once; beside them socat's CPU time over the same run.
 Prints the tables, writes OUT/proxy.md and OUT/proxy.json.
 """
 
@@ -50,12 +51,13 @@ CQLFRAME = os.environ.get("CQLFRAME_BIN", str(ROOT / "target/release/cqlframe"))
 BLOB = 64
 IN_FLIGHT = [1, 8]
 COMPRESSIONS = ["none", "lz4"]
-VARIANTS = ["plain", "relay", "proxy", "spin"]
-# The proxies' sessions: their --spin, in microseconds.
-PROXIES = {"proxy": 0, "spin": 300}
+VARIANTS = ["plain", "relay", "proxy", "sleep", "spin"]
+# The proxies' sessions: their --spin, in microseconds (None: the default).
+PROXIES = {"proxy": None, "sleep": 0, "spin": 300}
 # The throughput part: a blob of two full frames, its sessions and requests in flight.
 THROUGHPUT_BLOB = 131072
-THROUGHPUT_VARIANTS = ["plain", "relay", "proxy"]
+THROUGHPUT_PROXIES = ["proxy", "sleep"]
+THROUGHPUT_VARIANTS = ["plain", "relay", *THROUGHPUT_PROXIES]
 THROUGHPUT_IN_FLIGHT = [8]
 
 
@@ -72,60 +74,67 @@ def cpu_seconds(pid: int) -> float:
 
 
 def throughput(o: argparse.Namespace, sha: dict, relay: subprocess.Popen, bare: int) -> tuple[list[dict], list[dict]]:
-    """The throughput part: the clients' JSON lines, and per client run the proxy's CPU time and
+    """The throughput part: the clients' JSON lines, and per client run each proxy's CPU time and
     the bytes it judged, and socat's CPU time over the same run."""
     t = argparse.Namespace(**vars(o))
     t.in_flight = THROUGHPUT_IN_FLIGHT
     lines, runs = [], []
     for repeat in range(o.repeats):
         for driver in DRIVERS[repeat % 2:] + DRIVERS[:repeat % 2]:
-            proxy, via = start_proxy(o.port, o.out / "throughput")
+            proxies = {name: start_proxy(o.port, o.out / f"throughput-{name}", PROXIES[name])
+                       for name in THROUGHPUT_PROXIES}
             relay_cpu = cpu_seconds(relay.pid)
             try:
                 got = client(driver, "none", t, sha, o.seconds, o.warmup, repeat, THROUGHPUT_VARIANTS,
-                             [THROUGHPUT_BLOB], ("--via", f"relay={bare},proxy={via}"))
-                cpu = cpu_seconds(proxy.pid)
+                             [THROUGHPUT_BLOB], ("--via", ",".join([f"relay={bare}"] + [
+                                 f"{name}={via}" for name, (_, via) in proxies.items()])))
+                cpu = {name: cpu_seconds(proxy.pid) for name, (proxy, _) in proxies.items()}
                 time.sleep(0.5)  # socat reaps the children of the client's connections
                 relay_cpu = cpu_seconds(relay.pid) - relay_cpu
             finally:
-                proxy.send_signal(signal.SIGTERM)
-                _, err = proxy.communicate(timeout=120)
-            report = json.loads((o.out / "throughput" / "report.json").read_text())
-            if proxy.returncode != 0 or report["totals"]["violations"]:
-                print(err, file=sys.stderr)
-                raise SystemExit(f"proxy bench: throughput: the proxy exited {proxy.returncode}")
+                for proxy, _ in proxies.values():
+                    proxy.send_signal(signal.SIGTERM)
+                errors = {name: proxy.communicate(timeout=120)[1] for name, (proxy, _) in proxies.items()}
+            run = {"driver": driver, "repeat": repeat, "relay_cpu_s": relay_cpu}
+            for name, (proxy, _) in proxies.items():
+                report = json.loads((o.out / f"throughput-{name}" / "report.json").read_text())
+                if proxy.returncode != 0 or report["totals"]["violations"]:
+                    print(errors[name], file=sys.stderr)
+                    raise SystemExit(f"proxy bench: throughput: the {name} proxy exited {proxy.returncode}")
+                run[f"{name}_cpu_s"] = cpu[name]
+                run[f"{name}_bytes"] = report["totals"]["bytes"]
             lines += [dict(json.loads(line), repeat=repeat) for line in got]
-            runs.append({"driver": driver, "repeat": repeat, "proxy_cpu_s": cpu,
-                         "proxy_bytes": report["totals"]["bytes"], "relay_cpu_s": relay_cpu})
+            runs.append(run)
             print(f"proxy bench: throughput, repeat {repeat + 1}/{o.repeats}, {driver}", flush=True)
     return lines, runs
 
 
 def throughput_table(lines: list[dict], runs: list[dict]) -> str:
     out = [f"Throughput: a {THROUGHPUT_BLOB}-byte blob, uncompressed, {THROUGHPUT_IN_FLIGHT[0]} in flight; "
-           "MB/s of answers (blob bytes read), median (lowest, highest) over the repeats; the proxy's CPU "
+           "MB/s of answers (blob bytes read), median (lowest, highest) over the repeats; each proxy's CPU "
            "time over the client run (every session's warm-up included) against the bytes it judged both ways; "
-           "socat's CPU time over the same run, its session's schedule the same as the proxy's.", "",
-           "| driver | MB/s plain | MB/s relay | MB/s proxy | relay CPU s | proxy CPU s | MB judged | MB per proxy CPU second |",
-           "|---|---|---|---|---|---|---|---|"]
-
+           "socat's CPU time over the same run, its session's schedule the same as the proxies'.", "",
+           "| driver | " + " | ".join(f"MB/s {v}" for v in THROUGHPUT_VARIANTS) + " | relay CPU s | "
+           + " | ".join(f"{p} CPU s | MB judged by {p} | MB per {p} CPU second" for p in THROUGHPUT_PROXIES) + " |",
+           "|---|" + "---|" * (len(THROUGHPUT_VARIANTS) + 1 + 3 * len(THROUGHPUT_PROXIES))]
     for driver in DRIVERS:
         mine = [r for r in runs if r["driver"] == driver]
-        mbs = {v: [m["requests"] * m["blob"] / m["seconds"] / 1e6 for m in lines
-                   if m["driver"] == driver and m["variant"] == v] for v in THROUGHPUT_VARIANTS}
-        out.append(f"| {driver} | {median_range(mbs['plain'])} | {median_range(mbs['relay'])} "
-                   f"| {median_range(mbs['proxy'])} | {median_range([r['relay_cpu_s'] for r in mine], '.2f')} "
-                   f"| {median_range([r['proxy_cpu_s'] for r in mine], '.2f')} "
-                   f"| {median_range([r['proxy_bytes'] / 1e6 for r in mine])} "
-                   f"| {median_range([r['proxy_bytes'] / 1e6 / r['proxy_cpu_s'] for r in mine])} |")
+        mbs = [median_range([m["requests"] * m["blob"] / m["seconds"] / 1e6 for m in lines
+                             if m["driver"] == driver and m["variant"] == v]) for v in THROUGHPUT_VARIANTS]
+        judged = [f"{median_range([r[f'{p}_cpu_s'] for r in mine], '.2f')} "
+                  f"| {median_range([r[f'{p}_bytes'] / 1e6 for r in mine])} "
+                  f"| {median_range([r[f'{p}_bytes'] / 1e6 / r[f'{p}_cpu_s'] for r in mine])}"
+                  for p in THROUGHPUT_PROXIES]
+        out.append(f"| {driver} | {' | '.join(mbs)} | {median_range([r['relay_cpu_s'] for r in mine], '.2f')} "
+                   f"| {' | '.join(judged)} |")
     return "\n".join(out) + "\n"
 
 
-def start_proxy(port: int, out: Path, spin: int = 0) -> tuple[subprocess.Popen, int]:
+def start_proxy(port: int, out: Path, spin: int | None = None) -> tuple[subprocess.Popen, int]:
     """`out` receives the proxy's reports and its output (proxy.txt)."""
     out.mkdir(parents=True, exist_ok=True)
     proxy = subprocess.Popen([CQLFRAME, "proxy", "--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{port}",
-                              "--report-dir", str(out), "--quiet"] + (["--spin", str(spin)] if spin else []),
+                              "--report-dir", str(out), "--quiet"] + ([] if spin is None else ["--spin", str(spin)]),
                              stdout=open(out / "proxy.txt", "w"), stderr=subprocess.PIPE, text=True)
     listening = proxy.stderr.readline()
     return proxy, int(listening.split(",")[0].rsplit(":", 1)[-1])
@@ -155,27 +164,29 @@ def table(lines: list[dict], env: dict, o: argparse.Namespace) -> str:
     out = [f"Relay: {env['relay']}.", f"CPU: {env['cpu']}; idle: {env['idle']}; load at the start: `{env['uptime_start']}`; at the end: `{env['uptime_end']}`",
            f"{o.repeats} repeats of {o.seconds} s windows per session (after {o.warmup} s of warm-up), at most "
            f"{o.max_requests} requests each; {BLOB}-byte blob; {env['elapsed_s']:.0f} s in all.", "",
-           f"`proxy`: `cqlframe proxy` as it starts by default; `spin`: with `--spin {PROXIES['spin']}`.", "",
-           "Each cell: median of the repeats; +relay = relay - plain, +proxy = proxy - plain, +spin = spin - plain: "
+           f"`proxy`: `cqlframe proxy` as it starts by default; `sleep`: with `--spin {PROXIES['sleep']}`; "
+           f"`spin`: with `--spin {PROXIES['spin']}`.", "",
+           "Each cell: median of the repeats; +relay = relay - plain, +proxy = proxy - plain, and so on: "
            "of the same client run, median (lowest, highest) over the repeats.", "",
-           "| driver | compression | in flight | p50 us plain / relay / proxy / spin | p50 +relay us | p50 +proxy us "
-           "| p50 +spin us | p99 us plain / relay / proxy / spin | p99 +relay us | p99 +proxy us | p99 +spin us "
-           "| req/s plain / relay / proxy / spin |",
-           "|---|---|---:|---|---|---|---|---|---|---|---|---|"]
+           f"| driver | compression | in flight | p50 us {' / '.join(VARIANTS)} | "
+           + " | ".join(f"p50 +{v} us" for v in VARIANTS[1:])
+           + f" | p99 us {' / '.join(VARIANTS)} | " + " | ".join(f"p99 +{v} us" for v in VARIANTS[1:])
+           + f" | req/s {' / '.join(VARIANTS)} |",
+           "|---|---|---:|" + "---|" * (2 * len(VARIANTS) + 1)]
     for (driver, compression, n), repeats in sorted(cells.items()):
         runs = list(repeats.values())
 
         def med(metric: str) -> str:
             return " / ".join(f"{statistics.median(r[v][metric] for r in runs):.0f}" for v in VARIANTS)
 
-        def added(metric: str, variant: str) -> str:
-            return median_range([r[variant][metric] - r["plain"][metric] for r in runs], "+.0f")
+        def added(metric: str) -> str:
+            return " | ".join(median_range([r[v][metric] - r["plain"][metric] for r in runs], "+.0f")
+                              for v in VARIANTS[1:])
 
         rps = " / ".join(f"{statistics.median(r[v]['requests'] / r[v]['seconds'] for r in runs):.0f}"
                          for v in VARIANTS)
-        out.append(f"| {driver} | {compression} | {n} | {med('p50_us')} | {added('p50_us', 'relay')} "
-                   f"| {added('p50_us', 'proxy')} | {added('p50_us', 'spin')} | {med('p99_us')} "
-                   f"| {added('p99_us', 'relay')} | {added('p99_us', 'proxy')} | {added('p99_us', 'spin')} | {rps} |")
+        out.append(f"| {driver} | {compression} | {n} | {med('p50_us')} | {added('p50_us')} "
+                   f"| {med('p99_us')} | {added('p99_us')} | {rps} |")
     return "\n".join(out) + "\n"
 
 

@@ -3,10 +3,11 @@
 # in cassandra/bench/README.md): the node of cassandra/run.sh (Apache Cassandra 5.0, no
 # extension) on 127.0.0.1, the Python and Java drivers of the end-to-end benchmark reading a
 # 64-byte blob closed-loop at 1 and 8 requests in flight, uncompressed and LZ4, straight to the
-# node, through socat, and through the proxy without and with --spin, side by side in each client
-# run; then a 128 KiB blob at 8 in flight, with the proxy's CPU time (cassandra/bench/e2e/proxy.py).
+# node, through socat, and through the proxy as it starts, with --spin 0 and with --spin 300,
+# side by side in each client run; then a 128 KiB blob at 8 in flight, with the proxy's CPU time
+# (cassandra/bench/e2e/proxy.py).
 #
-#   cassandra/bench/e2e/proxy.sh [--repeats N] [--seconds S]   defaults 3, 2 s (about 9 minutes)
+#   cassandra/bench/e2e/proxy.sh [--repeats N] [--seconds S]   defaults 3, 2 s (about 11 minutes)
 #   cassandra/bench/e2e/proxy.sh --smoke   every cell once, 0.1 s windows (figures mean nothing)
 #   cassandra/bench/e2e/proxy.sh --guest-halt-poll NS   in a KVM guest, as root: idle CPUs poll NS
 #       nanoseconds before they halt, every time, for the run (cpuidle-haltpoll's

@@ -11,8 +11,9 @@ compress) with the released driver. `load` takes the options e2e.py gives both c
 Java one, ReadLoad.java, the same) and opens one session per variant: `plain` the driver as released (CRC32), `crc32` and `crc32c`
 through conformance/drivers/python/frame_checksum.py asking for that checksum (CRC32 is not
 asked for, it is the default, but the frames go through the same codec as CRC32C); `proxy`,
-`spin` and `relay` the driver as released through the port `--via` gives them (`cqlframe proxy`
-without and with --spin, and a bare TCP relay, cassandra/bench/e2e/proxy.py). Each
+`sleep`, `spin` and `relay` the driver as released through the port `--via` gives them
+(`cqlframe proxy` as it starts, with --spin 0 and with --spin 300, and a bare TCP relay,
+cassandra/bench/e2e/proxy.py). Each
 session first reads each size for `--client-warmup` seconds at 16 in flight (the Java client's
 JIT compiler does its work there, not in the first cells). Then for every size and number in
 flight it runs each variant in turn (in the order given, rotated from cell to cell): warm-up,
@@ -45,6 +46,7 @@ CONNECTION = {
     "crc32": with_frame_checksum(DefaultConnection, PayloadChecksum.CRC32),
     "crc32c": with_frame_checksum(DefaultConnection, PayloadChecksum.CRC32C),
     "proxy": DefaultConnection,
+    "sleep": DefaultConnection,
     "spin": DefaultConnection,
     "relay": DefaultConnection,
 }

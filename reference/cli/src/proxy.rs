@@ -85,11 +85,12 @@ pub struct Args {
     #[arg(long)]
     expect_fault: bool,
     /// After bytes moved, a connection's thread polls its sockets without sleeping for this
-    /// many microseconds before it sleeps (one connection at a time, so at most one CPU): an
-    /// answer that comes within it is forwarded without a wake-up. Worth it where waking an idle
-    /// CPU is dear (a virtual machine whose idle CPUs halt without polling first) and a core is
-    /// free; 0 sleeps at once.
-    #[arg(long, default_value_t = 0, value_name = "MICROSECONDS")]
+    /// many microseconds before it sleeps (one connection at a time, so at most one CPU). The
+    /// default covers the gaps within one exchange: where idle CPUs halt at once (virtual
+    /// machines), a thread that sleeps in them has the scheduler move it and its peers from CPU
+    /// to CPU, a wake-up on a halted CPU each time. Some hundreds cover a round trip to the node
+    /// (the answer is forwarded without a wake-up), for a CPU kept busy; 0 sleeps at once.
+    #[arg(long, default_value_t = 5, value_name = "MICROSECONDS")]
     spin: u64,
 }
 

@@ -51,9 +51,11 @@ pub struct Config {
     /// Where the capture of every connection goes, if anywhere.
     pub capture: Option<Box<dyn Write + Send>>,
     /// After bytes moved, a connection's thread looks at its sockets without sleeping for this
-    /// long (one connection at a time), so that an answer soon after its request is forwarded
-    /// without a wake-up: less latency where waking an idle CPU is dear, for a CPU kept busy.
-    /// Zero: it sleeps in poll(2) at once.
+    /// long (one connection at a time) before it sleeps in poll(2). A few microseconds keep its
+    /// CPU from going idle between the steps of one exchange (the CLI's default: where idle CPUs
+    /// halt at once the scheduler then moves the thread and its peers less); some hundreds
+    /// forward an answer soon after its request without a wake-up, for a CPU kept busy. Zero:
+    /// it sleeps at once.
     pub spin: Duration,
 }
 
