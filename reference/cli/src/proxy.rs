@@ -86,9 +86,9 @@ pub struct Args {
     expect_fault: bool,
     /// After bytes moved, a connection's thread polls its sockets without sleeping for this
     /// many microseconds before it sleeps (one connection at a time, so at most one CPU). The
-    /// default covers the gaps within one exchange: where idle CPUs halt at once (virtual
-    /// machines), a thread that sleeps in them has the scheduler move it and its peers from CPU
-    /// to CPU, a wake-up on a halted CPU each time. Some hundreds cover a round trip to the node
+    /// default covers the gaps within one exchange, so that the thread's CPU does not go idle
+    /// in them: where idle CPUs halt at once (virtual machines), the scheduler then moves the
+    /// thread and its peers between CPUs far less. Some hundreds cover a round trip to the node
     /// (the answer is forwarded without a wake-up), for a CPU kept busy; 0 sleeps at once.
     #[arg(long, default_value_t = 5, value_name = "MICROSECONDS")]
     spin: u64,
