@@ -125,7 +125,7 @@ cassandra/bench/run.sh --smoke >/dev/null
 step "benchmarks: cassandra/bench/e2e/run.sh --smoke (CRC32 against CRC32C end to end on the extended node, Python and Java drivers: every cell still runs and negotiates its checksum; the timings mean nothing)"
 cassandra/bench/e2e/run.sh --smoke >/dev/null
 
-step "benchmarks: cassandra/bench/e2e/proxy.sh --smoke (the latency cqlframe proxy adds, direct, through socat and through the proxy without and with --spin side by side on the plain node, then the throughput part with the proxy's CPU time; Python and Java drivers: every cell still runs and each proxy judged its connections clean; the timings mean nothing)"
+step "benchmarks: cassandra/bench/e2e/proxy.sh --smoke (the latency cqlframe proxy adds, direct, through socat and through the proxy as it starts, with --spin 0 and with --spin 300 side by side on the plain node, then the throughput part with the CPU time of the proxy as it starts and with --spin 0; Python and Java drivers: every cell still runs and each proxy judged its connections clean; the timings mean nothing)"
 CQLFRAME_BIN="$CARGO_TARGET_DIR/release/cqlframe" cassandra/bench/e2e/proxy.sh --smoke >/dev/null
 
 step "reference: fuzzing (${FUZZ_SECONDS:-20} s per target)"
