@@ -86,15 +86,12 @@ def throughput(o: argparse.Namespace, sha: dict, relay: subprocess.Popen, bare: 
             relay_cpu = cpu_seconds(relay.pid)
             try:
                 got = client(driver, "none", t, sha, o.seconds, o.warmup, repeat, THROUGHPUT_VARIANTS,
-                             [THROUGHPUT_BLOB], ("--via", ",".join([f"relay={bare}"] + [
-                                 f"{name}={via}" for name, (_, via) in proxies.items()])))
+                             [THROUGHPUT_BLOB], via_option(bare, proxies))
                 cpu = {name: cpu_seconds(proxy.pid) for name, (proxy, _) in proxies.items()}
                 time.sleep(0.5)  # socat reaps the children of the client's connections
                 relay_cpu = cpu_seconds(relay.pid) - relay_cpu
             finally:
-                for proxy, _ in proxies.values():
-                    proxy.send_signal(signal.SIGTERM)
-                errors = {name: proxy.communicate(timeout=120)[1] for name, (proxy, _) in proxies.items()}
+                errors = stop_proxies(proxies)
             run = {"driver": driver, "repeat": repeat, "relay_cpu_s": relay_cpu}
             for name, (proxy, _) in proxies.items():
                 report = json.loads((o.out / f"throughput-{name}" / "report.json").read_text())
@@ -138,6 +135,18 @@ def start_proxy(port: int, out: Path, spin: int | None = None) -> tuple[subproce
                              stdout=open(out / "proxy.txt", "w"), stderr=subprocess.PIPE, text=True)
     listening = proxy.stderr.readline()
     return proxy, int(listening.split(",")[0].rsplit(":", 1)[-1])
+
+
+def via_option(bare: int, proxies: dict[str, tuple[subprocess.Popen, int]]) -> tuple[str, str]:
+    """The clients' `--via`: socat's port as `relay`, each proxy's under its name."""
+    return "--via", ",".join([f"relay={bare}"] + [f"{name}={via}" for name, (_, via) in proxies.items()])
+
+
+def stop_proxies(proxies: dict[str, tuple[subprocess.Popen, int]]) -> dict[str, str]:
+    """Stops the proxies together (each writes its reports as it exits); what each wrote on stderr."""
+    for proxy, _ in proxies.values():
+        proxy.send_signal(signal.SIGTERM)
+    return {name: proxy.communicate(timeout=120)[1] for name, (proxy, _) in proxies.items()}
 
 
 def start_relay(port: int) -> tuple[subprocess.Popen, int]:
@@ -205,7 +214,7 @@ def main() -> int:
     sha = json.loads(setup.stdout)
     proxies = {name: start_proxy(o.port, o.out / name, spin) for name, spin in PROXIES.items()}
     relay, bare = start_relay(o.port)
-    extra = ("--via", ",".join([f"relay={bare}"] + [f"{name}={via}" for name, (_, via) in proxies.items()]))
+    extra = via_option(bare, proxies)
     lines = []
     try:
         if not o.smoke:
@@ -222,9 +231,7 @@ def main() -> int:
     finally:
         relay.terminate()
         relay.wait(timeout=30)
-        for proxy, _ in proxies.values():
-            proxy.send_signal(signal.SIGTERM)
-        errors = {name: proxy.communicate(timeout=120)[1] for name, (proxy, _) in proxies.items()}
+        errors = stop_proxies(proxies)
     env["uptime_end"] = uptime()
     env["elapsed_s"] = time.monotonic() - started
     reports = {name: json.loads((o.out / name / "report.json").read_text()) for name in proxies}
