@@ -5,7 +5,8 @@
 1. Clean: the proxy with --capture (and --spin 300: its thread polls a while before it sleeps)
    between the node and the bundled Python workload
    (cassandra/workload.py, without and with LZ4) and the Python and Java drivers as
-   cassandra/interop.py drives them (`drive PORT plain`). Every workload succeeds; the proxy
+   cassandra/interop.py drives them (`drive PORT plain`). Every workload succeeds (the proxy
+   never lets a read of the driver end inside a frame header on a clean run); the proxy
    exits 0 with no MUST violation and no reaction, and no SHOULD finding but the one the suite
    finds in the Java driver on LZ4 (ENV-4); `cqlframe check` on its capture lists the very
    connections the proxy's report.json lists (same summaries, same rules).

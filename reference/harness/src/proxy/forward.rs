@@ -5,15 +5,20 @@
 //! Both sockets are non-blocking and one loop moves both directions: a thread per direction
 //! costs a wake-up more per message on a small machine, and a single thread with blocking
 //! writes could deadlock against a peer that writes while it does not read. Each direction holds
-//! at most one read's bytes (a read of a direction waits until its last one is out), so memory
-//! stays bounded whatever the peers do.
+//! at most one read's bytes (a read of a direction waits until its last one is out, but for the
+//! start of a frame header that it keeps until the rest of the header comes: [`segments`]), so
+//! memory stays bounded whatever the peers do.
 
+use super::headers::Headers;
+use super::segments::{self, Window};
 use super::shared::Shared;
 use crate::conformance::delivery::{self, Boundary, ClientSocket, Pause};
 use crate::pcap::write::Peer;
 use crate::wire_log::Dir;
+use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::ops::Range;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -48,8 +53,11 @@ pub fn serve(shared: Arc<Shared>, client: TcpStream) {
             .peer_addr()
             .map_or_else(|_| "?".to_string(), |a| a.to_string())
     ));
+    // Without the kernel's word on unsent bytes, writes go as the sockets take them.
+    let mut guard = true;
     for s in [&client, &upstream] {
         let _ = s.set_nodelay(true);
+        guard &= segments::writable_when_sent(s).is_ok();
         if s.set_nonblocking(true).is_err() {
             let mut r = shared.recorder.lock().unwrap();
             r.note(
@@ -69,9 +77,10 @@ pub fn serve(shared: Arc<Shared>, client: TcpStream) {
         id,
         sockets: [client, upstream],
         flows: [
-            Flow::new(Peer::Client, 0, None),
-            Flow::new(Peer::Server, shared.chop, watch),
+            Flow::new(Peer::Client, 0, None, guard),
+            Flow::new(Peer::Server, shared.chop, watch, guard && shared.chop == 0),
         ],
+        headers: Headers::default(),
         buf: vec![0u8; READ],
         moved: Instant::now(),
     };
@@ -95,14 +104,29 @@ struct Flow {
     /// next is written, as the conformance server makes them ([`delivery`]).
     chop: usize,
     watch: Option<ClientSocket>,
+    /// Writes keep their segments from ending inside a frame header ([`segments`]).
+    guard: bool,
+    /// What the last write waited for, when it wrote nothing.
+    held: Held,
     /// Bytes written to the other end in all.
     written: u64,
     /// A piece is written and the client has not read it all yet: since when, and the wait.
     confirming: Option<(Instant, Pause)>,
 }
 
+/// Why a flow holds bytes it could write.
+enum Held {
+    No,
+    /// They begin with a frame header not all read yet: more bytes from `from`.
+    ForBytes,
+    /// Bytes written earlier wait unsent: the socket writable again (poll(2)).
+    ForSending,
+    /// The peer's receive window cannot hold the header they begin with: the wait, repeated.
+    ForWindow(Pause),
+}
+
 impl Flow {
-    fn new(from: Peer, chop: usize, watch: Option<ClientSocket>) -> Flow {
+    fn new(from: Peer, chop: usize, watch: Option<ClientSocket>, guard: bool) -> Flow {
         Flow {
             from,
             out: Vec::new(),
@@ -112,6 +136,8 @@ impl Flow {
             done: false,
             chop,
             watch,
+            guard,
+            held: Held::No,
             written: 0,
             confirming: None,
         }
@@ -121,9 +147,18 @@ impl Flow {
         self.sent < self.out.len()
     }
 
+    /// Whether the flow waits for bytes it reads (nothing owed, or a header to complete).
+    fn reads(&self) -> bool {
+        !self.done && (!self.owed || matches!(self.held, Held::ForBytes))
+    }
+
     /// Once the client has read the last piece, writes what the socket takes of the next;
     /// whether any byte went.
-    fn write(&mut self, to: &mut TcpStream) -> std::io::Result<bool> {
+    fn write(
+        &mut self,
+        to: &mut TcpStream,
+        headers: &VecDeque<Range<u64>>,
+    ) -> std::io::Result<bool> {
         if let Some((since, pause)) = &mut self.confirming {
             let watch = self.watch.as_ref().expect("confirming only while watching");
             match watch.read_by(self.written, *since, delivery::BOUND) {
@@ -143,9 +178,12 @@ impl Flow {
             return Ok(false);
         }
         let end = match self.chop {
-            0 => self.out.len(),
+            0 => self.sent + self.guarded(to, headers),
             chop => ((self.sent / chop + 1) * chop).min(self.out.len()),
         };
+        if end == self.sent {
+            return Ok(false);
+        }
         let n = write_some(to, &self.out[self.sent..end])?;
         self.sent += n;
         self.written += n as u64;
@@ -153,6 +191,40 @@ impl Flow {
             self.confirming = Some((Instant::now(), Pause::default()));
         }
         Ok(n > 0)
+    }
+
+    /// How many of the bytes held one write may take ([`segments`]); when none, why not.
+    fn guarded(&mut self, to: &TcpStream, headers: &VecDeque<Range<u64>>) -> usize {
+        let len = self.out.len() - self.sent;
+        if !self.guard || self.done || self.close_after {
+            // The last bytes go as they are: nothing completes a header they end inside.
+            return len;
+        }
+        let (mss, room) = match segments::window(to) {
+            Window::Open { mss, room } => (mss, room),
+            Window::Queued => {
+                self.held = Held::ForSending;
+                return 0;
+            }
+            Window::Unknown => {
+                self.guard = false;
+                return len;
+            }
+        };
+        let n = segments::safe_len(self.written, len, mss, room, headers);
+        self.held = match (n, &mut self.held) {
+            (1.., _) => Held::No,
+            // The header the bytes begin with is not all here.
+            (0, _) if segments::safe_len(self.written, len, mss, usize::MAX, headers) == 0 => {
+                Held::ForBytes
+            }
+            (0, Held::ForWindow(pause)) => {
+                pause.pause();
+                Held::ForWindow(std::mem::take(pause))
+            }
+            (0, _) => Held::ForWindow(Pause::default()),
+        };
+        n
     }
 }
 
@@ -179,6 +251,8 @@ struct Connection<'a> {
     sockets: [TcpStream; 2],
     /// What the client sends, then what the node sends.
     flows: [Flow; 2],
+    /// Where the frame headers lie in what each side's flow forwards.
+    headers: Headers,
     buf: Vec<u8>,
     /// When bytes last moved either way.
     moved: Instant,
@@ -236,8 +310,7 @@ impl Connection<'_> {
     /// once: the common case costs no wait). Whether a byte moved.
     fn step(&mut self, i: usize) -> Result<bool, Cut> {
         let flushed = self.flush(i)?;
-        let flow = &self.flows[i];
-        if flow.owed || flow.done || !self.read(i)? {
+        if !self.flows[i].reads() || !self.read(i)? {
             return Ok(flushed);
         }
         self.flush(i)?;
@@ -252,16 +325,24 @@ impl Connection<'_> {
         if !flow.owed {
             return Ok(false);
         }
-        let moved = flow.write(&mut self.sockets[to]).map_err(|_| Cut {
-            by: from.other(),
-            why: None,
-        })?;
+        let headers = self.headers.after(from, flow.written);
+        let moved = flow
+            .write(&mut self.sockets[to], headers)
+            .map_err(|_| Cut {
+                by: from.other(),
+                why: None,
+            })?;
         if flow.pending() || flow.confirming.is_some() {
             return Ok(moved);
         }
         flow.out.clear();
         flow.sent = 0;
         flow.owed = false;
+        flow.held = Held::No;
+        if flow.done {
+            // The side that closed while bytes of it were held back: ends once they are out.
+            let _ = self.sockets[to].shutdown(Shutdown::Write);
+        }
         let mut r = self.shared.recorder.lock().unwrap();
         r.delivered(self.id, from);
         if flow.close_after {
@@ -294,8 +375,11 @@ impl Connection<'_> {
                 }
                 r.end(self.id, from, false);
                 drop(r);
-                self.flows[i].done = true;
-                let _ = self.sockets[to].shutdown(Shutdown::Write);
+                let flow = &mut self.flows[i];
+                flow.done = true;
+                if !flow.owed {
+                    let _ = self.sockets[to].shutdown(Shutdown::Write);
+                }
                 Ok(false)
             }
             Ok(n) => {
@@ -307,20 +391,11 @@ impl Connection<'_> {
                     .unwrap()
                     .forward(self.id, from, read);
                 let bytes = out.as_ref().map_or(read, |f| &f.bytes[..]);
+                self.headers.feed(from, bytes);
                 let flow = &mut self.flows[i];
                 flow.close_after = out.as_ref().is_some_and(|f| f.close);
                 flow.owed = true;
-                // Straight out when the socket takes it and no piece waits on the client's
-                // reads: only what it did not take is kept.
-                let sent = match flow.chop {
-                    0 => write_some(&mut self.sockets[to], bytes).map_err(|_| Cut {
-                        by: from.other(),
-                        why: None,
-                    })?,
-                    _ => 0,
-                };
-                flow.written += sent as u64;
-                flow.out.extend_from_slice(&bytes[sent..]);
+                flow.out.extend_from_slice(bytes);
                 Ok(true)
             }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
@@ -347,7 +422,11 @@ impl Connection<'_> {
             return;
         }
         self.shared.spinner.release(self.id);
-        if self.flows.iter().any(|f| f.confirming.is_some()) {
+        if self
+            .flows
+            .iter()
+            .any(|f| f.confirming.is_some() || matches!(f.held, Held::ForWindow(_)))
+        {
             // The flow's pause already waited.
             return;
         }
@@ -357,10 +436,10 @@ impl Connection<'_> {
             revents: 0,
         });
         for f in &self.flows {
-            if f.pending() {
-                fds[f.from.other().index()].events |= libc::POLLOUT;
-            } else if !f.done && !f.owed {
+            if f.reads() {
                 fds[f.from.index()].events |= libc::POLLIN;
+            } else if f.pending() {
+                fds[f.from.other().index()].events |= libc::POLLOUT;
             }
         }
         super::wait_ready(&mut fds);

@@ -4,15 +4,14 @@
 //! with the negotiated format and checksum by the conformance server's layout, the targeted one
 //! broken by the one fault builder the server and the probe use ([`crate::conformance::faults`]).
 
+use super::negotiation::{Negotiation, Phase};
 use crate::conformance::cases::{Fault, FaultKind};
 use crate::conformance::faults;
 use crate::conformance::layout::Layout;
 use crate::fault_builder::serialise;
 use crate::pcap::write::Peer;
-use cqlframe::body;
 use cqlframe::checksum::PayloadChecksum;
 use cqlframe::decoder::{Decoder, Event};
-use cqlframe::envelope::{EnvelopeHeader, Opcode, ENVELOPE_HEADER_LEN, RESPONSE_BIT};
 use cqlframe::format::{Format, FrameSettings, MAX_PAYLOAD};
 use cqlframe::header::FrameHeader;
 
@@ -68,13 +67,12 @@ pub struct Forward {
     pub note: Option<String>,
 }
 
+/// The faulted direction, once framed.
 enum Side {
-    /// Unframed so far: bytes not yet a whole envelope.
-    Unframed(Vec<u8>),
-    /// The faulted direction after its switch, framing to be detected from its first header.
+    /// Framing to be detected from its first header.
     Detect(Vec<u8>),
     Framed(Box<Decoder>, Layout),
-    /// Passed on as read: the other direction once framed, or what could not be decoded.
+    /// Passed on as read: what could not be decoded.
     Through,
 }
 
@@ -83,9 +81,8 @@ pub struct Tamper {
     spec: FaultSpec,
     /// Largest envelope re-framed (the proxy's `--max-body`): one is held whole.
     max_body: u32,
-    sides: [Side; 2],
-    /// The client's STARTUP asked for LZ4 (and the version it spoke).
-    startup: Option<(bool, u8)>,
+    negotiation: Negotiation,
+    side: Side,
     envelopes: u64,
     applied: bool,
 }
@@ -95,8 +92,8 @@ impl Tamper {
         Tamper {
             spec,
             max_body,
-            sides: [Side::Unframed(Vec::new()), Side::Unframed(Vec::new())],
-            startup: None,
+            negotiation: Negotiation::default(),
+            side: Side::Detect(Vec::new()),
             envelopes: 0,
             applied: false,
         }
@@ -111,57 +108,18 @@ impl Tamper {
         };
         let mut rest = bytes;
         while !rest.is_empty() {
-            let i = from.index();
-            match &mut self.sides[i] {
-                Side::Through => {
-                    out.bytes.extend_from_slice(rest);
-                    rest = &[];
-                }
-                Side::Unframed(buf) => {
-                    // Whole envelopes only, so that the switch falls between two of them.
-                    let take = rest.len().min(envelope_end(buf, rest));
-                    buf.extend_from_slice(&rest[..take]);
+            match self.negotiation.phase(from) {
+                Phase::Unframed => {
+                    let take = self.negotiation.unframed(from, rest);
                     out.bytes.extend_from_slice(&rest[..take]);
                     rest = &rest[take..];
-                    if let Some(len) = whole_envelope(buf) {
-                        let envelope: Vec<u8> = buf.drain(..len).collect();
-                        self.handshake(from, &envelope);
-                    }
                 }
-                Side::Detect(buf) => {
-                    buf.extend_from_slice(rest);
+                Phase::Framed(format) if from == self.spec.from => {
+                    self.faulted(format, rest, &mut out);
                     rest = &[];
-                    let lz4 = self.startup.is_some_and(|(lz4, _)| lz4);
-                    let format = if lz4 {
-                        Format::Lz4
-                    } else {
-                        Format::Uncompressed
-                    };
-                    if buf.len() < format.header_len() {
-                        continue;
-                    }
-                    let checksum = match FrameHeader::read(format, buf) {
-                        Ok(h) if h.checksum_bit => PayloadChecksum::Crc32c,
-                        _ => PayloadChecksum::Crc32,
-                    };
-                    let settings = FrameSettings::new(format, checksum);
-                    let held = std::mem::take(buf);
-                    let layout = Layout {
-                        settings,
-                        capacity: MAX_PAYLOAD,
-                        split_at: MAX_PAYLOAD,
-                        first_piece: None,
-                        last_piece: None,
-                        pack: true,
-                        lz4_store: false,
-                        reserved_bits: 0,
-                    };
-                    let decoder = Decoder::new(settings, self.max_body);
-                    self.sides[i] = Side::Framed(Box::new(decoder), layout);
-                    self.framed(from, &held, &mut out);
                 }
-                Side::Framed(..) => {
-                    self.framed(from, rest, &mut out);
+                _ => {
+                    out.bytes.extend_from_slice(rest);
                     rest = &[];
                 }
             }
@@ -169,47 +127,43 @@ impl Tamper {
         out
     }
 
-    /// An unframed envelope of `from` seen whole: the client's STARTUP, and the server's answer
-    /// to it that switches both directions.
-    fn handshake(&mut self, from: Peer, envelope: &[u8]) {
-        let Some((h, len)) = EnvelopeHeader::read(envelope) else {
-            return;
-        };
-        let version = h.version & !RESPONSE_BIT;
-        match from {
-            Peer::Client if h.opcode == Opcode::Startup as u8 => {
-                let options = body::read_string_map(&envelope[len..]).unwrap_or_default();
-                let lz4 = options
-                    .iter()
-                    .any(|(k, v)| k.eq_ignore_ascii_case("COMPRESSION") && v == "lz4");
-                self.startup = Some((lz4, version));
-                // What the client writes before the answer goes on as it is (LIFE-6 is the
-                // judge's); the answer says whether it is framed from there.
-                self.sides[Peer::Client.index()] = Side::Through;
-            }
-            Peer::Server
-                if self.startup.is_some_and(|(_, v)| v >= 5 && v == version)
-                    && matches!(
-                        Opcode::from_u8(h.opcode),
-                        Some(Opcode::Ready | Opcode::Authenticate)
-                    ) =>
-            {
-                for p in [Peer::Client, Peer::Server] {
-                    self.sides[p.index()] = if p == self.spec.from {
-                        Side::Detect(Vec::new())
-                    } else {
-                        Side::Through
-                    };
+    /// Bytes of the faulted direction after its switch.
+    fn faulted(&mut self, format: Format, bytes: &[u8], out: &mut Forward) {
+        match &mut self.side {
+            Side::Through => out.bytes.extend_from_slice(bytes),
+            Side::Detect(buf) => {
+                buf.extend_from_slice(bytes);
+                if buf.len() < format.header_len() {
+                    return;
                 }
+                let checksum = match FrameHeader::read(format, buf) {
+                    Ok(h) if h.checksum_bit => PayloadChecksum::Crc32c,
+                    _ => PayloadChecksum::Crc32,
+                };
+                let settings = FrameSettings::new(format, checksum);
+                let held = std::mem::take(buf);
+                let layout = Layout {
+                    settings,
+                    capacity: MAX_PAYLOAD,
+                    split_at: MAX_PAYLOAD,
+                    first_piece: None,
+                    last_piece: None,
+                    pack: true,
+                    lz4_store: false,
+                    reserved_bits: 0,
+                };
+                let decoder = Decoder::new(settings, self.max_body);
+                self.side = Side::Framed(Box::new(decoder), layout);
+                self.framed(&held, out);
             }
-            _ => {}
+            Side::Framed(..) => self.framed(bytes, out),
         }
     }
 
     /// The faulted direction after its switch: every envelope framed again, the targeted one
     /// broken.
-    fn framed(&mut self, from: Peer, bytes: &[u8], out: &mut Forward) {
-        let Side::Framed(decoder, layout) = &mut self.sides[from.index()] else {
+    fn framed(&mut self, bytes: &[u8], out: &mut Forward) {
+        let Side::Framed(decoder, layout) = &mut self.side else {
             return;
         };
         let mut envelopes = Vec::new();
@@ -243,28 +197,7 @@ impl Tamper {
         }
         if result.is_err() {
             // Not decodable as framed: what follows goes on as read (the judge says why).
-            self.sides[from.index()] = Side::Through;
+            self.side = Side::Through;
         }
     }
-}
-
-/// How many of `more`'s bytes complete the envelope begun in `held` (all of them if unknown).
-fn envelope_end(held: &[u8], more: &[u8]) -> usize {
-    let mut head = held.to_vec();
-    head.extend_from_slice(
-        &more[..more
-            .len()
-            .min(ENVELOPE_HEADER_LEN.saturating_sub(held.len()))],
-    );
-    match EnvelopeHeader::read(&head) {
-        Some((h, len)) if h.length >= 0 => (len + h.length as usize).saturating_sub(held.len()),
-        _ => more.len(),
-    }
-}
-
-/// The length of the whole envelope at the front of `buf`, once it is all there.
-fn whole_envelope(buf: &[u8]) -> Option<usize> {
-    let (h, len) = EnvelopeHeader::read(buf)?;
-    let total = len + usize::try_from(h.length).ok()?;
-    (buf.len() >= total).then_some(total)
 }

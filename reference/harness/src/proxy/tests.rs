@@ -9,10 +9,12 @@ use crate::fault_builder::serialise;
 use crate::pcap::read::Reader;
 use cqlframe::checksum::PayloadChecksum;
 use cqlframe::envelope::Opcode;
-use cqlframe::format::{Format, FrameSettings};
+use cqlframe::format::{Format, FrameSettings, MAX_PAYLOAD, TRAILER_LEN};
+use cqlframe::header::FrameHeader;
 use serde_json::Value;
 use std::io::Read;
 use std::net::TcpStream;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::mpsc;
 
@@ -242,9 +244,11 @@ fn sessions_are_forwarded_as_they_are_and_judged_as_check_judges_the_capture() {
     assert!(broken > 20, "the sessions break rules: {broken}");
 }
 
-/// A client that writes 8 MiB before it reads, against a node that writes 8 MiB before it
-/// reads: both socket buffers fill, and a proxy that blocked on either write would never
-/// read the other way.
+/// A client that writes 8 MiB before it reads, against a node that writes 8 MiB as it reads:
+/// the client's socket fills, and a proxy that blocked on writing to it would never read the
+/// other way. (Peers that both write 8 MiB before they read are not served on a direct
+/// connection either: TCP holds a few MiB each way, and the proxy, which writes no more than the
+/// receiver's window holds, about as much.)
 #[test]
 fn peers_that_write_before_they_read_are_both_served() {
     const SIZE: usize = 8 << 20;
@@ -252,11 +256,15 @@ fn peers_that_write_before_they_read_are_both_served() {
     let upstream = listener.local_addr().unwrap();
     let node = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
+        let mut r = s.try_clone().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut read = Vec::new();
+            r.read_to_end(&mut read).unwrap();
+            read.len()
+        });
         s.write_all(&vec![0x55; SIZE]).unwrap();
         s.shutdown(Shutdown::Write).unwrap();
-        let mut read = Vec::new();
-        s.read_to_end(&mut read).unwrap();
-        read.len()
+        reader.join().unwrap()
     });
     let (proxy, _, _) = start(upstream, Limits::DEFAULT, 0);
     let mut s = TcpStream::connect(proxy.local).unwrap();
@@ -407,6 +415,105 @@ fn chopped_delivery(spin: Duration) {
     assert_eq!(got, answer);
     assert!(reads.iter().all(|&n| n <= 3), "spin {spin:?}: {reads:?}");
     proxy.stop();
+}
+
+// RECV-4 (reproducibly): on a clean run no read of the client ends inside a frame header, however
+// the client's timing and its receive window cut the bytes; a slow client with a small receive
+// buffer, reading all that has arrived each time (as the Python driver does), against a node
+// that writes frames of every size at once, uncompressed and LZ4, three connections each. (A
+// proxy that writes as the socket takes gave one or two such reads in a connection of each run.)
+#[test]
+fn a_clean_run_gives_the_client_no_read_that_ends_inside_a_frame_header() {
+    for (lz4, _) in [false, true]
+        .into_iter()
+        .flat_map(|f| [(f, 0), (f, 1), (f, 2)])
+    {
+        let format = if lz4 {
+            Format::Lz4
+        } else {
+            Format::Uncompressed
+        };
+        let mut body = Vec::new();
+        let mut options = vec![("CQL_VERSION", "3.0.0")];
+        if lz4 {
+            options.push(("COMPRESSION", "lz4"));
+        }
+        body.extend_from_slice(&(options.len() as u16).to_be_bytes());
+        for (k, v) in options {
+            for s in [k, v] {
+                body.extend_from_slice(&(s.len() as u16).to_be_bytes());
+                body.extend_from_slice(s.as_bytes());
+            }
+        }
+        let mut startup = vec![5, 0, 0, 1, Opcode::Startup as u8];
+        startup.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        startup.extend_from_slice(&body);
+        let mut answer = vec![0x85, 0, 0, 1, Opcode::Ready as u8, 0, 0, 0, 0];
+        let framed_from = answer.len() as u64;
+        let mut headers = Vec::new();
+        let mut seed = 0x2545_f491_u64;
+        for _ in 0..20_000 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let payload = match seed >> 54 {
+                0 => (seed >> 20) as usize % (MAX_PAYLOAD + 1),
+                _ => (seed >> 20) as usize % 300,
+            };
+            let at = answer.len() as u64 - framed_from;
+            headers.push(at..at + format.header_len() as u64);
+            FrameHeader::new(format, payload as u32, 0, true, false).write(&mut answer);
+            answer.resize(answer.len() + payload + TRAILER_LEN, 0x33);
+        }
+        let (tx, _got) = mpsc::channel();
+        let upstream = lock_step_node(startup.len(), answer.clone(), tx);
+        let (proxy, _, _) = start(upstream, Limits::DEFAULT, 0);
+        let mut s = TcpStream::connect(proxy.local).unwrap();
+        let small: libc::c_int = 16 << 10;
+        // SAFETY: setsockopt(2) on an open socket with a pointer to an int of the size given.
+        unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                (&small as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        s.write_all(&startup).unwrap();
+        s.shutdown(Shutdown::Write).unwrap();
+        s.set_nonblocking(true).unwrap();
+        let mut got = Vec::new();
+        let mut ends = Vec::new();
+        let mut buf = vec![0u8; 1 << 20];
+        let deadline = Instant::now() + Duration::from_secs(60);
+        'reading: while Instant::now() < deadline {
+            // All that has arrived, then the read ends there.
+            loop {
+                match s.read(&mut buf) {
+                    Ok(0) => break 'reading,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            ends.push(got.len() as u64);
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            std::thread::sleep(Duration::from_micros(seed >> 56));
+        }
+        assert_eq!(got.len(), answer.len(), "lz4 {lz4}: the client gets it all");
+        let inside: Vec<u64> = ends
+            .iter()
+            .filter_map(|&e| e.checked_sub(framed_from))
+            .filter(|e| headers.iter().any(|h| h.start < *e && *e < h.end))
+            .collect();
+        assert!(
+            inside.is_empty(),
+            "lz4 {lz4}: {} reads of {} end inside a frame header, at {:?}",
+            inside.len(),
+            ends.len(),
+            &inside[..inside.len().min(10)]
+        );
+        proxy.stop();
+    }
 }
 
 /// A node that answers each byte it reads with `answer`, until the client closes.
