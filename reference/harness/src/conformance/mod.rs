@@ -17,6 +17,7 @@ pub mod limits;
 pub mod reference_adapter;
 pub mod report;
 pub mod runner;
+pub mod segments;
 pub mod server;
 pub mod suite;
 

@@ -10,9 +10,9 @@
 //! memory stays bounded whatever the peers do.
 
 use super::headers::Headers;
-use super::segments::{self, Window};
 use super::shared::Shared;
 use crate::conformance::delivery::{self, Boundary, ClientSocket, Pause};
+use crate::conformance::segments::{self, Window};
 use crate::pcap::write::Peer;
 use crate::wire_log::Dir;
 use std::collections::VecDeque;

@@ -5,16 +5,15 @@ use super::*;
 use crate::check::{Checker, Event};
 use crate::conformance::cases::ServerScript;
 use crate::conformance::layout::Layout;
+use crate::conformance::segments::testing;
 use crate::fault_builder::serialise;
 use crate::pcap::read::Reader;
 use cqlframe::checksum::PayloadChecksum;
 use cqlframe::envelope::Opcode;
-use cqlframe::format::{Format, FrameSettings, MAX_PAYLOAD, TRAILER_LEN};
-use cqlframe::header::FrameHeader;
+use cqlframe::format::{Format, FrameSettings};
 use serde_json::Value;
 use std::io::Read;
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::mpsc;
 
@@ -450,61 +449,17 @@ fn a_clean_run_gives_the_client_no_read_that_ends_inside_a_frame_header() {
         startup.extend_from_slice(&body);
         let mut answer = vec![0x85, 0, 0, 1, Opcode::Ready as u8, 0, 0, 0, 0];
         let framed_from = answer.len() as u64;
-        let mut headers = Vec::new();
-        let mut seed = 0x2545_f491_u64;
-        for _ in 0..20_000 {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            let payload = match seed >> 54 {
-                0 => (seed >> 20) as usize % (MAX_PAYLOAD + 1),
-                _ => (seed >> 20) as usize % 300,
-            };
-            let at = answer.len() as u64 - framed_from;
-            headers.push(at..at + format.header_len() as u64);
-            FrameHeader::new(format, payload as u32, 0, true, false).write(&mut answer);
-            answer.resize(answer.len() + payload + TRAILER_LEN, 0x33);
-        }
+        let (frames, headers) = testing::frames(format, 20_000);
+        answer.extend_from_slice(&frames);
         let (tx, _got) = mpsc::channel();
         let upstream = lock_step_node(startup.len(), answer.clone(), tx);
         let (proxy, _, _) = start(upstream, Limits::DEFAULT, 0);
         let mut s = TcpStream::connect(proxy.local).unwrap();
-        let small: libc::c_int = 16 << 10;
-        // SAFETY: setsockopt(2) on an open socket with a pointer to an int of the size given.
-        unsafe {
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                (&small as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
         s.write_all(&startup).unwrap();
         s.shutdown(Shutdown::Write).unwrap();
-        s.set_nonblocking(true).unwrap();
-        let mut got = Vec::new();
-        let mut ends = Vec::new();
-        let mut buf = vec![0u8; 1 << 20];
-        let deadline = Instant::now() + Duration::from_secs(60);
-        'reading: while Instant::now() < deadline {
-            // All that has arrived, then the read ends there.
-            loop {
-                match s.read(&mut buf) {
-                    Ok(0) => break 'reading,
-                    Ok(n) => got.extend_from_slice(&buf[..n]),
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                    Err(e) => panic!("{e}"),
-                }
-            }
-            ends.push(got.len() as u64);
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            std::thread::sleep(Duration::from_micros(seed >> 56));
-        }
+        let (got, ends) = testing::read_slowly(&mut s);
         assert_eq!(got.len(), answer.len(), "lz4 {lz4}: the client gets it all");
-        let inside: Vec<u64> = ends
-            .iter()
-            .filter_map(|&e| e.checked_sub(framed_from))
-            .filter(|e| headers.iter().any(|h| h.start < *e && *e < h.end))
-            .collect();
+        let inside = testing::inside(&ends, framed_from, &headers);
         assert!(
             inside.is_empty(),
             "lz4 {lz4}: {} reads of {} end inside a frame header, at {:?}",

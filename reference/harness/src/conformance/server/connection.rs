@@ -5,6 +5,7 @@
 use super::shared::Shared;
 use crate::conformance::delivery::ClientSocket;
 use crate::conformance::layout::Layout;
+use crate::conformance::segments::{self, FrameHeaders};
 use crate::cql::messages;
 use crate::rules::{Direction, Judge};
 use crate::wire_log::Dir;
@@ -58,11 +59,17 @@ pub(super) struct Conn {
     pub(super) reads: Option<std::io::Result<ClientSocket>>,
     /// The judge has been told of a SUPPORTED sent on another connection.
     pub(super) heard: bool,
+    /// The socket says when nothing written waits unsent, so writes can keep their segments
+    /// from ending inside a frame header ([`segments`]).
+    pub(super) guarded: bool,
+    /// Where the frame headers lie in what the server wrote from the switch on, when guarded.
+    pub(super) headers: Option<FrameHeaders>,
 }
 
 impl Conn {
     pub(super) fn new(shared: Arc<Shared>, id: usize, stream: TcpStream) -> Conn {
         let options = shared.script.server_options();
+        let guarded = segments::writable_when_sent(&stream).is_ok();
         Conn {
             id,
             shared,
@@ -81,6 +88,8 @@ impl Conn {
             pending: Vec::new(),
             reads: None,
             heard: false,
+            guarded,
+            headers: None,
         }
     }
 

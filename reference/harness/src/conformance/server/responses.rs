@@ -1,12 +1,14 @@
 //! How responses go out: unframed before the switch, then framed by the script's layout, packed
 //! per read, with the fault put into its target, written in the script's chunks and held to the
-//! driver's reads where the case needs read boundaries (see [`delivery`]).
+//! driver's reads where the case needs read boundaries (see [`delivery`]), else in writes whose
+//! segments never end inside a frame header (see [`segments`]).
 
 use super::connection::{Conn, MAX_BODY};
 use super::recording::FaultRecord;
 use crate::conformance::delivery::{self, Boundary};
 use crate::conformance::faults::{self, NotApplicable};
 use crate::conformance::layout::Layout;
+use crate::conformance::segments::{self, FrameHeaders};
 use crate::fault_builder::serialise;
 use crate::rules::Direction;
 use crate::wire_log::Dir;
@@ -66,6 +68,9 @@ impl Conn {
                 );
                 self.shared.with_conn(self.id, |r| r.negotiated = Some(n));
                 self.mirror = Some(Decoder::starting_at(n.settings, MAX_BODY, self.sent));
+                self.headers = self
+                    .guarded
+                    .then(|| FrameHeaders::new(n.settings.format, self.sent));
                 self.layout = Some(layout);
             }
             return;
@@ -146,8 +151,8 @@ impl Conn {
         }
     }
 
-    /// Writes bytes to the socket (chopped as the script says) and feeds them to the mirror
-    /// decoder for the wire log.
+    /// Writes bytes to the socket (chopped as the script says, else keeping segments from ending
+    /// inside a frame header) and feeds them to the mirror decoder for the wire log.
     pub(super) fn write(&mut self, bytes: &[u8]) {
         if let Some(mirror) = &mut self.mirror {
             if !self.mirror_failed {
@@ -174,20 +179,26 @@ impl Conn {
         self.sent += bytes.len() as u64;
         self.shared.with_conn(self.id, |r| r.record(false, bytes));
         self.judge_bytes(Direction::ServerToClient, bytes);
-        let chop = match self.shared.script.chop {
-            0 => bytes.len().max(1),
-            n => n,
-        };
         let mut written = self.sent - bytes.len() as u64;
+        let chop = self.shared.script.chop;
+        if chop == 0 {
+            let done = match &mut self.headers {
+                Some(h) => {
+                    h.feed(bytes);
+                    segments::write_all(&mut self.stream, written, bytes, h.after(written))
+                }
+                None => self.stream.write_all(bytes),
+            };
+            self.closed |= done.is_err();
+            return;
+        }
         for piece in bytes.chunks(chop) {
             if self.stream.write_all(piece).is_err() {
                 self.closed = true;
                 return;
             }
             written += piece.len() as u64;
-            if self.shared.script.chop > 0 {
-                self.confirm_read(written);
-            }
+            self.confirm_read(written);
         }
     }
 
