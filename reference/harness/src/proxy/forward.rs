@@ -195,6 +195,7 @@ impl Flow {
 
     /// How many of the bytes held one write may take ([`segments`]); when none, why not.
     fn guarded(&mut self, to: &TcpStream, headers: &VecDeque<Range<u64>>) -> usize {
+        let before = std::mem::replace(&mut self.held, Held::No);
         let len = self.out.len() - self.sent;
         if !self.guard || self.done || self.close_after {
             // The last bytes go as they are: nothing completes a header they end inside.
@@ -212,18 +213,17 @@ impl Flow {
             }
         };
         let n = segments::safe_len(self.written, len, mss, room, headers);
-        self.held = match (n, &mut self.held) {
-            (1.., _) => Held::No,
-            // The header the bytes begin with is not all here.
-            (0, _) if segments::safe_len(self.written, len, mss, usize::MAX, headers) == 0 => {
+        if n == 0 {
+            self.held = if segments::safe_len(self.written, len, mss, usize::MAX, headers) == 0 {
+                // The header the bytes begin with is not all here.
                 Held::ForBytes
-            }
-            (0, Held::ForWindow(pause)) => {
+            } else if let Held::ForWindow(mut pause) = before {
                 pause.pause();
-                Held::ForWindow(std::mem::take(pause))
-            }
-            (0, _) => Held::ForWindow(Pause::default()),
-        };
+                Held::ForWindow(pause)
+            } else {
+                Held::ForWindow(Pause::default())
+            };
+        }
         n
     }
 }
