@@ -154,10 +154,22 @@ pub struct Pause {
     sleep: Duration,
 }
 
+/// How many times a [`Pause`] yields before it sleeps.
+const YIELDS: u32 = 50;
+
 impl Pause {
+    /// A wait that sleeps from the first time: for what a peer's reads end, which takes longer
+    /// than a yield (the receiver's window opens as the driver reads).
+    pub fn sleeping() -> Pause {
+        Pause {
+            yields: YIELDS,
+            sleep: Duration::ZERO,
+        }
+    }
+
     /// Waits once.
     pub fn pause(&mut self) {
-        if self.yields < 50 {
+        if self.yields < YIELDS {
             self.yields += 1;
             std::thread::yield_now();
         } else {

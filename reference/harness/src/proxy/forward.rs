@@ -108,6 +108,10 @@ struct Flow {
     guard: bool,
     /// What the last write waited for, when it wrote nothing.
     held: Held,
+    /// The receiver's window as last asked of the kernel: its right edge, as an offset of the
+    /// bytes written, and the MSS. The edge only moves on, so until the bytes reach it the
+    /// kernel need not be asked again.
+    edge: Option<(u64, usize)>,
     /// Bytes written to the other end in all.
     written: u64,
     /// A piece is written and the client has not read it all yet: since when, and the wait.
@@ -138,6 +142,7 @@ impl Flow {
             watch,
             guard,
             held: Held::No,
+            edge: None,
             written: 0,
             confirming: None,
         }
@@ -178,7 +183,7 @@ impl Flow {
             return Ok(false);
         }
         let end = match self.chop {
-            0 => self.sent + self.guarded(to, headers),
+            0 => self.sent + self.guarded(to, headers, self.out.len() - self.sent),
             chop => ((self.sent / chop + 1) * chop).min(self.out.len()),
         };
         if end == self.sent {
@@ -193,25 +198,44 @@ impl Flow {
         Ok(n > 0)
     }
 
-    /// How many of the bytes held one write may take ([`segments`]); when none, why not.
-    fn guarded(&mut self, to: &TcpStream, headers: &VecDeque<Range<u64>>) -> usize {
+    /// How many of the next `len` bytes one write may take ([`segments`]); when none, why not.
+    fn guarded(&mut self, to: &TcpStream, headers: &VecDeque<Range<u64>>, len: usize) -> usize {
         let before = std::mem::replace(&mut self.held, Held::No);
-        let len = self.out.len() - self.sent;
         if !self.guard || self.done || self.close_after {
             // The last bytes go as they are: nothing completes a header they end inside.
             return len;
         }
-        let (mss, room) = match segments::window(to) {
-            Window::Open { mss, room } => (mss, room),
-            Window::Queued => {
+        match segments::unsent(to) {
+            Some(0) => {}
+            Some(_) => {
                 self.held = Held::ForSending;
                 return 0;
             }
-            Window::Unknown => {
+            None => {
                 self.guard = false;
                 return len;
             }
+        }
+        let end = self.written + len as u64;
+        let (edge, mss) = match self.edge {
+            Some((edge, mss)) if edge >= end => (edge, mss),
+            _ => match segments::window(to) {
+                Window::Open { mss, room } => {
+                    let edge = self.written + room as u64;
+                    self.edge = Some((edge, mss));
+                    (edge, mss)
+                }
+                Window::Queued => {
+                    self.held = Held::ForSending;
+                    return 0;
+                }
+                Window::Unknown => {
+                    self.guard = false;
+                    return len;
+                }
+            },
         };
+        let room = edge.saturating_sub(self.written) as usize;
         let n = segments::safe_len(self.written, len, mss, room, headers);
         if n == 0 {
             self.held = if segments::safe_len(self.written, len, mss, usize::MAX, headers) == 0 {
@@ -221,7 +245,7 @@ impl Flow {
                 pause.pause();
                 Held::ForWindow(pause)
             } else {
-                Held::ForWindow(Pause::default())
+                Held::ForWindow(Pause::sleeping())
             };
         }
         n
@@ -395,7 +419,25 @@ impl Connection<'_> {
                 let flow = &mut self.flows[i];
                 flow.close_after = out.as_ref().is_some_and(|f| f.close);
                 flow.owed = true;
-                flow.out.extend_from_slice(bytes);
+                // Straight out when nothing is held and no piece waits on the client's reads:
+                // only what the write did not take is kept.
+                let sent = match (flow.chop, flow.out.is_empty()) {
+                    (0, true) => {
+                        let headers = self.headers.after(from, flow.written);
+                        match flow.guarded(&self.sockets[to], headers, bytes.len()) {
+                            0 => 0,
+                            n => {
+                                write_some(&mut self.sockets[to], &bytes[..n]).map_err(|_| Cut {
+                                    by: from.other(),
+                                    why: None,
+                                })?
+                            }
+                        }
+                    }
+                    _ => 0,
+                };
+                flow.written += sent as u64;
+                flow.out.extend_from_slice(&bytes[sent..]);
                 Ok(true)
             }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
