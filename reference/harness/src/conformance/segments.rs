@@ -44,14 +44,23 @@ pub enum Window {
 
 /// Makes poll(2) report `socket` writable only once nothing written waits unsent.
 pub fn writable_when_sent(socket: &TcpStream) -> io::Result<()> {
-    let one: libc::c_int = 1;
+    set_option(socket, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, 1)
+}
+
+/// Sets an int socket option of `socket`.
+fn set_option(
+    socket: &TcpStream,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: setsockopt(2) on an open socket with a pointer to an int of the size given.
     let r = unsafe {
         libc::setsockopt(
             socket.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_NOTSENT_LOWAT,
-            (&one as *const libc::c_int).cast(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
@@ -275,17 +284,7 @@ pub(crate) mod testing {
     /// has arrived, then a pause of up to a quarter of a millisecond. The bytes, and where each
     /// read ended.
     pub fn read_slowly(socket: &mut TcpStream) -> (Vec<u8>, Vec<u64>) {
-        let small: libc::c_int = 16 << 10;
-        // SAFETY: setsockopt(2) on an open socket with a pointer to an int of the size given.
-        unsafe {
-            libc::setsockopt(
-                socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                (&small as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
+        set_option(socket, libc::SOL_SOCKET, libc::SO_RCVBUF, 16 << 10).unwrap();
         socket.set_nonblocking(true).unwrap();
         let mut got = Vec::new();
         let mut ends = Vec::new();
