@@ -25,7 +25,8 @@ const SOCK_DIAG_BY_FAMILY: u16 = 20;
 const NLMSG_ERROR: u16 = 2;
 const NLM_F_REQUEST: u16 = 1;
 const INET_DIAG_INFO: u16 = 2;
-const TCP_ESTABLISHED: u8 = 1;
+/// `tcpi_state` (and `inet_diag_msg` state) of an established connection (linux/tcp_states.h).
+pub(super) const TCP_ESTABLISHED: u8 = 1;
 /// Offset of `tcpi_bytes_received` in `struct tcp_info` (Linux 4.1 and later).
 const BYTES_RECEIVED_AT: usize = 128;
 const NLMSG_HDR_LEN: usize = 16;
@@ -215,7 +216,8 @@ fn request(client: SocketAddr, server: SocketAddr) -> Vec<u8> {
     m
 }
 
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+/// The native-endian `u32` at `at` of a kernel structure.
+pub(super) fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
 

@@ -11,7 +11,7 @@
 //! makes poll(2) say when), no more than the window holds, and only lengths that put no
 //! segment's end inside a header: a driver's reads then end where they would on any run.
 
-use super::delivery::Pause;
+use super::delivery::{u32_at, Pause, TCP_ESTABLISHED};
 use cqlframe::format::Format;
 use cqlframe::header::FrameHeader;
 use std::collections::VecDeque;
@@ -26,13 +26,12 @@ const SND_MSS_AT: usize = 16;
 const NOTSENT_AT: usize = 144;
 const SND_WND_AT: usize = 228;
 const TCP_INFO_LEN: usize = 232;
-// `tcpi_state` values (linux/tcp_states.h): the states in which this side still sends.
-const TCP_ESTABLISHED: i32 = 1;
-const TCP_CLOSE_WAIT: i32 = 8;
+/// `tcpi_state` of a connection the peer closed, on which this side still sends
+/// (linux/tcp_states.h).
+const TCP_CLOSE_WAIT: u8 = 8;
 
 /// What the kernel would do with a write on a socket now.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Window {
+enum Window {
     /// Nothing waits unsent: a write of up to `room` bytes goes out at once, cut every `mss`.
     Open { mss: usize, room: usize },
     /// Bytes written earlier wait unsent: a write now would join them.
@@ -40,6 +39,62 @@ pub enum Window {
     /// The kernel does not tell (before Linux 6.2), or the connection is no longer one a write
     /// goes out on (the peer reset it): a write says what became of it.
     Unknown,
+}
+
+/// What may be written next, as [`Guard::next`] says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// This many bytes, in one write.
+    Write(usize),
+    /// Nothing before the bytes written earlier are sent: poll(2) says when
+    /// ([`writable_when_sent`]).
+    Unsent,
+    /// The bytes begin with a frame header not all there: more bytes complete it.
+    Incomplete,
+    /// The receiver's window cannot take the header the bytes begin with yet.
+    Window,
+    /// The kernel does not tell: the bytes go as they come.
+    Unknown,
+}
+
+/// One socket's writes, kept from ending a segment inside a frame header. It remembers the
+/// receiver's window as last asked of the kernel (its right edge, as a stream offset, and the
+/// MSS): the edge only moves on, so until the bytes reach it the kernel need not be asked again.
+#[derive(Default)]
+pub struct Guard {
+    edge: Option<(u64, usize)>,
+}
+
+impl Guard {
+    /// What one write on `socket` may take of the next `len` bytes, the first of them at stream
+    /// offset `at`, given the frame `headers` (stream offsets, in order).
+    pub fn next(
+        &mut self,
+        socket: &TcpStream,
+        at: u64,
+        len: usize,
+        headers: &VecDeque<Range<u64>>,
+    ) -> Next {
+        match unsent(socket) {
+            Some(0) => {}
+            Some(_) => return Next::Unsent,
+            None => return Next::Unknown,
+        }
+        let (edge, mss) = match self.edge {
+            Some((edge, mss)) if edge >= at + len as u64 => (edge, mss),
+            _ => match window(socket) {
+                Window::Open { mss, room } => *self.edge.insert((at + room as u64, mss)),
+                Window::Queued => return Next::Unsent,
+                Window::Unknown => return Next::Unknown,
+            },
+        };
+        let room = edge.saturating_sub(at) as usize;
+        match safe_len(at, len, mss, room, headers) {
+            0 if safe_len(at, len, mss, usize::MAX, headers) == 0 => Next::Incomplete,
+            0 => Next::Window,
+            n => Next::Write(n),
+        }
+    }
 }
 
 /// Makes poll(2) report `socket` writable only once nothing written waits unsent.
@@ -74,7 +129,7 @@ fn set_option(
 /// [`window`], it does not take the socket's lock: asked before every write of the proxy polling
 /// its sockets (`--spin 300`), `TCP_INFO` made the Java driver's requests through it slower by
 /// about as much as a wake-up.
-pub fn unsent(socket: &TcpStream) -> Option<usize> {
+fn unsent(socket: &TcpStream) -> Option<usize> {
     let mut n: libc::c_int = 0;
     // SAFETY: SIOCOUTQNSD writes one int: the bytes written and not yet sent.
     let r = unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCOUTQNSD, &mut n) };
@@ -82,7 +137,7 @@ pub fn unsent(socket: &TcpStream) -> Option<usize> {
 }
 
 /// What the kernel would do with a write on `socket` now.
-pub fn window(socket: &TcpStream) -> Window {
+fn window(socket: &TcpStream) -> Window {
     let fd = socket.as_raw_fd();
     let mut info = [0u8; TCP_INFO_LEN];
     let mut len = TCP_INFO_LEN as libc::socklen_t;
@@ -96,11 +151,11 @@ pub fn window(socket: &TcpStream) -> Window {
             &mut len,
         )
     };
-    let open = matches!(info[STATE_AT] as i32, TCP_ESTABLISHED | TCP_CLOSE_WAIT);
+    let open = matches!(info[STATE_AT], TCP_ESTABLISHED | TCP_CLOSE_WAIT);
     if r < 0 || (len as usize) < TCP_INFO_LEN || !open {
         return Window::Unknown;
     }
-    let field = |at: usize| u32::from_ne_bytes(info[at..at + 4].try_into().expect("4 bytes"));
+    let field = |at: usize| u32_at(&info, at).unwrap_or_default();
     if field(NOTSENT_AT) > 0 {
         return Window::Queued;
     }
@@ -121,7 +176,7 @@ pub fn window(socket: &TcpStream) -> Window {
 /// the segments it makes (ending every `mss` bytes from `at`, and at the write's end) end
 /// outside each of `headers` (stream offsets, in order), in a window of `room` bytes. Zero when
 /// the write would begin with a header that it cannot hold whole.
-pub fn safe_len<'a>(
+fn safe_len<'a>(
     at: u64,
     len: usize,
     mss: usize,
@@ -214,6 +269,7 @@ impl FrameHeaders {
 /// completes it.
 pub fn write_all(
     socket: &mut TcpStream,
+    guard: &mut Guard,
     at: u64,
     bytes: &[u8],
     headers: &VecDeque<Range<u64>>,
@@ -222,10 +278,10 @@ pub fn write_all(
     let mut pause = Pause::sleeping();
     while done < bytes.len() {
         let rest = &bytes[done..];
-        let from = at + done as u64;
-        let n = match window(socket) {
-            Window::Unknown => rest.len(),
-            Window::Queued => {
+        let n = match guard.next(socket, at + done as u64, rest.len(), headers) {
+            Next::Write(n) => n,
+            Next::Unknown | Next::Incomplete => rest.len(),
+            Next::Unsent => {
                 let mut fd = libc::pollfd {
                     fd: socket.as_raw_fd(),
                     events: libc::POLLOUT,
@@ -235,14 +291,10 @@ pub fn write_all(
                 unsafe { libc::poll(&mut fd, 1, 100) };
                 continue;
             }
-            Window::Open { mss, room } => match safe_len(from, rest.len(), mss, room, headers) {
-                0 if safe_len(from, rest.len(), mss, usize::MAX, headers) == 0 => rest.len(),
-                0 => {
-                    pause.pause();
-                    continue;
-                }
-                n => n,
-            },
+            Next::Window => {
+                pause.pause();
+                continue;
+            }
         };
         socket.write_all(&rest[..n])?;
         done += n;
@@ -422,11 +474,12 @@ mod tests {
                 let writer = std::thread::spawn(move || {
                     writable_when_sent(&server).unwrap();
                     let mut headers = FrameHeaders::new(format, 0);
+                    let mut guard = Guard::default();
                     let mut at = 0;
                     for end in ends {
                         let piece = &written[at as usize..end as usize];
                         headers.feed(piece);
-                        write_all(&mut server, at, piece, headers.after(at)).unwrap();
+                        write_all(&mut server, &mut guard, at, piece, headers.after(at)).unwrap();
                         at = end;
                     }
                 });
@@ -457,7 +510,14 @@ mod tests {
             writable_when_sent(&server).unwrap();
             let mut headers = FrameHeaders::new(Format::Uncompressed, 0);
             headers.feed(&bytes);
-            let _ = tx.send(write_all(&mut server, 0, &bytes, headers.after(0)));
+            let mut guard = Guard::default();
+            let _ = tx.send(write_all(
+                &mut server,
+                &mut guard,
+                0,
+                &bytes,
+                headers.after(0),
+            ));
         });
         std::thread::sleep(std::time::Duration::from_millis(200));
         drop(client);

@@ -12,7 +12,7 @@
 use super::headers::Headers;
 use super::shared::Shared;
 use crate::conformance::delivery::{self, Boundary, ClientSocket, Pause};
-use crate::conformance::segments::{self, Window};
+use crate::conformance::segments::{self, Guard, Next};
 use crate::pcap::write::Peer;
 use crate::wire_log::Dir;
 use std::collections::VecDeque;
@@ -77,8 +77,13 @@ pub fn serve(shared: Arc<Shared>, client: TcpStream) {
         id,
         sockets: [client, upstream],
         flows: [
-            Flow::new(Peer::Client, 0, None, guard),
-            Flow::new(Peer::Server, shared.chop, watch, guard && shared.chop == 0),
+            Flow::new(Peer::Client, 0, None, guard.then(Guard::default)),
+            Flow::new(
+                Peer::Server,
+                shared.chop,
+                watch,
+                (guard && shared.chop == 0).then(Guard::default),
+            ),
         ],
         headers: Headers::default(),
         buf: vec![0u8; READ],
@@ -104,14 +109,11 @@ struct Flow {
     /// next is written, as the conformance server makes them ([`delivery`]).
     chop: usize,
     watch: Option<ClientSocket>,
-    /// Writes keep their segments from ending inside a frame header ([`segments`]).
-    guard: bool,
+    /// Writes keep their segments from ending inside a frame header ([`segments`]), unless
+    /// none (chopped delivery, or the kernel does not tell).
+    guard: Option<Guard>,
     /// What the last write waited for, when it wrote nothing.
     held: Held,
-    /// The receiver's window as last asked of the kernel: its right edge, as an offset of the
-    /// bytes written, and the MSS. The edge only moves on, so until the bytes reach it the
-    /// kernel need not be asked again.
-    edge: Option<(u64, usize)>,
     /// Bytes written to the other end in all.
     written: u64,
     /// A piece is written and the client has not read it all yet: since when, and the wait.
@@ -130,7 +132,7 @@ enum Held {
 }
 
 impl Flow {
-    fn new(from: Peer, chop: usize, watch: Option<ClientSocket>, guard: bool) -> Flow {
+    fn new(from: Peer, chop: usize, watch: Option<ClientSocket>, guard: Option<Guard>) -> Flow {
         Flow {
             from,
             out: Vec::new(),
@@ -142,7 +144,6 @@ impl Flow {
             watch,
             guard,
             held: Held::No,
-            edge: None,
             written: 0,
             confirming: None,
         }
@@ -201,54 +202,31 @@ impl Flow {
     /// How many of the next `len` bytes one write may take ([`segments`]); when none, why not.
     fn guarded(&mut self, to: &TcpStream, headers: &VecDeque<Range<u64>>, len: usize) -> usize {
         let before = std::mem::replace(&mut self.held, Held::No);
-        if !self.guard || self.done || self.close_after {
-            // The last bytes go as they are: nothing completes a header they end inside.
+        let Some(guard) = self
+            .guard
+            .as_mut()
+            .filter(|_| !self.done && !self.close_after)
+        else {
+            // Unguarded, or the last bytes: nothing completes a header they end inside.
             return len;
-        }
-        match segments::unsent(to) {
-            Some(0) => {}
-            Some(_) => {
-                self.held = Held::ForSending;
-                return 0;
-            }
-            None => {
-                self.guard = false;
+        };
+        self.held = match guard.next(to, self.written, len, headers) {
+            Next::Write(n) => return n,
+            Next::Unknown => {
+                self.guard = None;
                 return len;
             }
-        }
-        let end = self.written + len as u64;
-        let (edge, mss) = match self.edge {
-            Some((edge, mss)) if edge >= end => (edge, mss),
-            _ => match segments::window(to) {
-                Window::Open { mss, room } => {
-                    let edge = self.written + room as u64;
-                    self.edge = Some((edge, mss));
-                    (edge, mss)
+            Next::Unsent => Held::ForSending,
+            Next::Incomplete => Held::ForBytes,
+            Next::Window => match before {
+                Held::ForWindow(mut pause) => {
+                    pause.pause();
+                    Held::ForWindow(pause)
                 }
-                Window::Queued => {
-                    self.held = Held::ForSending;
-                    return 0;
-                }
-                Window::Unknown => {
-                    self.guard = false;
-                    return len;
-                }
+                _ => Held::ForWindow(Pause::sleeping()),
             },
         };
-        let room = edge.saturating_sub(self.written) as usize;
-        let n = segments::safe_len(self.written, len, mss, room, headers);
-        if n == 0 {
-            self.held = if segments::safe_len(self.written, len, mss, usize::MAX, headers) == 0 {
-                // The header the bytes begin with is not all here.
-                Held::ForBytes
-            } else if let Held::ForWindow(mut pause) = before {
-                pause.pause();
-                Held::ForWindow(pause)
-            } else {
-                Held::ForWindow(Pause::sleeping())
-            };
-        }
-        n
+        0
     }
 }
 

@@ -6,10 +6,11 @@
 //! conformance run (report.json, junit.xml, index.html with the wire logs: [`report`]).
 //!
 //! Where a driver's reads end is kept out of a clean run's verdict: no segment the proxy writes
-//! ends inside a frame header ([`crate::conformance::segments`]). It can also disturb the traffic on purpose:
-//! deliver the node's bytes to the client in pieces of N bytes (the read boundaries a chopping
-//! conformance case makes), so that a driver meets real traffic the way the suite's cases make
-//! it, or break the node's frames with a fault of the catalogue ([`tamper`]).
+//! ends inside a frame header ([`crate::conformance::segments`]). It can also disturb the
+//! traffic on purpose: deliver the node's bytes to the client in pieces of N bytes (the read
+//! boundaries a chopping conformance case makes), so that a driver meets real traffic the way
+//! the suite's cases make it, or break the node's frames with a fault of the catalogue
+//! ([`tamper`]).
 
 mod forward;
 mod headers;

@@ -5,7 +5,7 @@
 use super::shared::Shared;
 use crate::conformance::delivery::ClientSocket;
 use crate::conformance::layout::Layout;
-use crate::conformance::segments::{self, FrameHeaders};
+use crate::conformance::segments::{self, FrameHeaders, Guard};
 use crate::cql::messages;
 use crate::rules::{Direction, Judge};
 use crate::wire_log::Dir;
@@ -59,9 +59,9 @@ pub(super) struct Conn {
     pub(super) reads: Option<std::io::Result<ClientSocket>>,
     /// The judge has been told of a SUPPORTED sent on another connection.
     pub(super) heard: bool,
-    /// The socket says when nothing written waits unsent, so writes can keep their segments
-    /// from ending inside a frame header ([`segments`]).
-    pub(super) guarded: bool,
+    /// Writes keep their segments from ending inside a frame header ([`segments`]) where the
+    /// socket says when nothing written waits unsent.
+    pub(super) guard: Option<Guard>,
     /// Where the frame headers lie in what the server wrote from the switch on, when guarded.
     pub(super) headers: Option<FrameHeaders>,
 }
@@ -69,7 +69,9 @@ pub(super) struct Conn {
 impl Conn {
     pub(super) fn new(shared: Arc<Shared>, id: usize, stream: TcpStream) -> Conn {
         let options = shared.script.server_options();
-        let guarded = segments::writable_when_sent(&stream).is_ok();
+        let guard = segments::writable_when_sent(&stream)
+            .is_ok()
+            .then(Guard::default);
         Conn {
             id,
             shared,
@@ -88,7 +90,7 @@ impl Conn {
             pending: Vec::new(),
             reads: None,
             heard: false,
-            guarded,
+            guard,
             headers: None,
         }
     }

@@ -69,7 +69,8 @@ impl Conn {
                 self.shared.with_conn(self.id, |r| r.negotiated = Some(n));
                 self.mirror = Some(Decoder::starting_at(n.settings, MAX_BODY, self.sent));
                 self.headers = self
-                    .guarded
+                    .guard
+                    .is_some()
                     .then(|| FrameHeaders::new(n.settings.format, self.sent));
                 self.layout = Some(layout);
             }
@@ -182,12 +183,13 @@ impl Conn {
         let mut written = self.sent - bytes.len() as u64;
         let chop = self.shared.script.chop;
         if chop == 0 {
-            let done = match &mut self.headers {
-                Some(h) => {
+            let done = match (&mut self.headers, &mut self.guard) {
+                (Some(h), Some(guard)) => {
                     h.feed(bytes);
-                    segments::write_all(&mut self.stream, written, bytes, h.after(written))
+                    let headers = h.after(written);
+                    segments::write_all(&mut self.stream, guard, written, bytes, headers)
                 }
-                None => self.stream.write_all(bytes),
+                _ => self.stream.write_all(bytes),
             };
             self.closed |= done.is_err();
             return;
